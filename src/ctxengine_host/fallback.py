@@ -1,0 +1,95 @@
+"""The host's built-in last-resort engine, used only when ``legacy`` is not installed.
+
+It drops the oldest messages until the history fits, keeping the system prompt
+and tool-call groups intact. ``ctxengine doctor`` warns when it is in use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .engine import ContextEngine
+from .messages import atomic_blocks, flatten
+
+Message = dict[str, Any]
+
+LAST_RESORT_NAME = "builtin-last-resort"
+
+
+def keep_newest_that_fit(
+    messages: list[Message], budget_tokens: int, count: Callable[[list[Message]], int]
+) -> list[Message]:
+    """Leading system messages plus the newest atomic blocks whose total fits ``budget_tokens``.
+
+    The newest block is always kept, even when it alone is over budget: an
+    empty request would be worse than an oversized one the caller can report.
+    """
+    head_len = 0
+    while head_len < len(messages) and messages[head_len].get("role") == "system":
+        head_len += 1
+    head, rest = messages[:head_len], messages[head_len:]
+    kept: list[list[Message]] = []
+    used = count(head)
+    for block in reversed(atomic_blocks(rest)):
+        cost = count(block)
+        if kept and used + cost > budget_tokens:
+            break
+        kept.append(block)
+        used += cost
+    kept.reverse()
+    tail = flatten(kept)
+    # A valid request starts its non-system part with a user message when it can.
+    while (
+        len(tail) > 1
+        and tail[0].get("role") not in ("user",)
+        and any(m.get("role") == "user" for m in tail[1:])
+    ):
+        tail = tail[1:]
+        while tail and tail[0].get("role") == "tool":
+            tail = tail[1:]
+    return head + tail
+
+
+class SlidingWindowEngine(ContextEngine):
+    """Keep the system prompt and the newest messages that fit under the threshold."""
+
+    name = "sliding-window"
+    version = "0.1.0"
+    display_name = "Sliding window"
+
+    def update_from_response(self, usage: dict[str, Any]) -> None:
+        self.last_prompt_tokens = int(usage.get("prompt_tokens") or 0)
+        self.last_completion_tokens = int(usage.get("completion_tokens") or 0)
+        self.last_total_tokens = int(
+            usage.get("total_tokens") or self.last_prompt_tokens + self.last_completion_tokens
+        )
+
+    def should_compress(self, prompt_tokens: int | None = None) -> bool:
+        tokens = self.last_prompt_tokens if prompt_tokens is None else prompt_tokens
+        return bool(self.threshold_tokens) and tokens >= self.threshold_tokens
+
+    def compress(
+        self,
+        messages: list[Message],
+        current_tokens: int | None = None,
+        focus_topic: str | None = None,
+        force: bool = False,
+    ) -> list[Message]:
+        target = int(self.threshold_tokens * 0.6) if self.threshold_tokens else 2048
+        kept = keep_newest_that_fit(messages, target, self._count)
+        if len(kept) < len(messages):
+            self.compression_count += 1
+        return kept
+
+    def _count(self, messages: list[Message]) -> int:
+        if self.context is not None:
+            return self.context.count_tokens(messages)
+        return sum(len(str(m.get("content") or "")) // 4 + 4 for m in messages)
+
+
+class LastResortEngine(SlidingWindowEngine):
+    """The engine of last resort, built into the host."""
+
+    name = LAST_RESORT_NAME
+    display_name = "Built-in last resort"
