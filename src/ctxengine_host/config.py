@@ -1,0 +1,143 @@
+"""The ctxengine config file: locating it, parsing it, validating it.
+
+One TOML file, the first found of ``--config`` / ``CTXENGINE_CONFIG``,
+``./ctxengine.toml`` and the user config file; files are never merged. Each
+section is a pydantic model, so a bad value is reported with its file, key and
+the expected type. ``[engines.<name>]`` blocks stay raw here: each engine
+validates its own block with its ``config_model``.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .paths import user_config_file
+
+CONFIG_ENV = "CTXENGINE_CONFIG"
+LOCAL_CONFIG_NAME = "ctxengine.toml"
+
+
+class ConfigError(Exception):
+    """A config file is missing, unreadable or invalid; the message names the fix."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ContextSection(_Section):
+    engine: str | None = None
+    reserve_output_tokens: int = Field(4096, ge=0)
+    model: str | None = None
+    context_length: int | None = Field(None, gt=0)
+
+
+class CompressionSection(_Section):
+    model_thresholds: dict[str, float] = Field(default_factory=dict)
+    context_timeout_seconds: float = Field(120.0, ge=0)
+    hook_timeout_seconds: float = Field(10.0, gt=0)
+
+
+class SummarizerSection(BaseModel):
+    """Backend choice; backend-specific keys are validated by the summarizer service."""
+
+    model_config = ConfigDict(extra="allow")
+    backend: Literal["extractive", "openai"] = "extractive"
+
+
+class StoreSection(_Section):
+    path: str | None = None
+    url: str | None = None
+
+
+class PluginsSection(_Section):
+    directory: str | None = None
+
+
+class CtxConfig(_Section):
+    context: ContextSection = Field(default_factory=ContextSection)
+    compression: CompressionSection = Field(default_factory=CompressionSection)
+    summarizer: SummarizerSection = Field(default_factory=SummarizerSection)
+    store: StoreSection = Field(default_factory=StoreSection)
+    plugins: PluginsSection = Field(default_factory=PluginsSection)
+    engines: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+
+@dataclass
+class LoadedConfig:
+    """The effective config and where it came from (``path`` None: defaults only)."""
+
+    config: CtxConfig = field(default_factory=CtxConfig)
+    path: Path | None = None
+    source: Literal["flag", "env", "local", "user", "none"] = "none"
+
+    def engine_block(self, name: str) -> dict[str, Any]:
+        """The raw ``[engines.<name>]`` block (empty when absent)."""
+        return dict(self.config.engines.get(name) or {})
+
+    def engine_enabled(self, name: str) -> bool:
+        """``[engines.<name>] enabled`` (true when unset)."""
+        return bool(self.engine_block(name).get("enabled", True))
+
+
+def find_config_file(explicit: str | os.PathLike[str] | None = None) -> tuple[Path | None, str]:
+    """The config file to use and how it was found."""
+    if explicit:
+        return Path(explicit).expanduser(), "flag"
+    env = os.environ.get(CONFIG_ENV)
+    if env:
+        return Path(env).expanduser(), "env"
+    local = Path.cwd() / LOCAL_CONFIG_NAME
+    if local.is_file():
+        return local, "local"
+    user = user_config_file()
+    if user.is_file():
+        return user, "user"
+    return None, "none"
+
+
+def parse_config(text: str, origin: str = "<string>") -> CtxConfig:
+    """Parse and validate config text; errors name ``origin``, the key and the expected type."""
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{origin}: invalid TOML: {exc}. Fix the syntax at that spot.") from exc
+    try:
+        return CtxConfig.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(f"{origin}: {describe_validation_error(exc)}") from exc
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    """One line per problem: the dotted key, what is wrong, and the value found."""
+    lines = []
+    for err in exc.errors():
+        key = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        if err["type"] == "extra_forbidden":
+            lines.append(f"unknown key '{key}'; remove it or check its spelling")
+        else:
+            lines.append(f"key '{key}': {err['msg']} (got {err.get('input')!r})")
+    return "; ".join(lines)
+
+
+def load_config(explicit: str | os.PathLike[str] | None = None) -> LoadedConfig:
+    """Find, read and validate the config file; defaults when there is none."""
+    path, source = find_config_file(explicit)
+    if path is None:
+        return LoadedConfig()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise ConfigError(
+            f"config file {path} (from {source}) does not exist; create it or point "
+            f"--config/{CONFIG_ENV} at an existing file"
+        ) from exc
+    except OSError as exc:
+        raise ConfigError(f"config file {path} cannot be read: {exc}") from exc
+    return LoadedConfig(config=parse_config(text, str(path)), path=path, source=source)
