@@ -1,0 +1,59 @@
+"""ctxengine host: the context-engine contract, discovery, the slot and the runtime.
+
+Importing this package is cheap: public names are imported on first use
+(``_LAZY`` maps each name to its module), so ``ctxengine engines`` does not pay
+for pydantic, pluggy or tiktoken.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+_LAZY: dict[str, str] = {
+    "ContextEngine": "ctxengine_host.engine",
+    "EngineContext": "ctxengine_host.context",
+    "hookimpl": "ctxengine_host.hookspecs",
+    "AssembleResult": "ctxengine_host.models",
+    "BootstrapResult": "ctxengine_host.models",
+    "CompactResult": "ctxengine_host.models",
+    "EngineInfo": "ctxengine_host.models",
+    "HostRequirement": "ctxengine_host.models",
+    "IngestResult": "ctxengine_host.models",
+    "MaintenanceResult": "ctxengine_host.models",
+    "RuntimeSettings": "ctxengine_host.models",
+    "SummaryResult": "ctxengine_host.models",
+    "HOST_CAPABILITIES": "ctxengine_host.models",
+    "PERSISTENCE_ONLY_FIELDS": "ctxengine_host.models",
+    "TokenCounter": "ctxengine_host.tokens",
+    "load_config": "ctxengine_host.config",
+    "LoadedConfig": "ctxengine_host.config",
+    "ConfigError": "ctxengine_host.config",
+    "EngineEntry": "ctxengine_host.discovery",
+    "list_engines": "ctxengine_host.discovery",
+    "SlotChoice": "ctxengine_host.slot",
+    "ResolvedEngine": "ctxengine_host.slot",
+    "EngineSelectionError": "ctxengine_host.slot",
+    "choose_slot": "ctxengine_host.slot",
+    "resolve_engine": "ctxengine_host.slot",
+    "validate_engine": "ctxengine_host.validation",
+    "ContextHost": "ctxengine_host.host",
+    "Session": "ctxengine_host.session",
+    "ProviderRequest": "ctxengine_host.session",
+    "TurnReport": "ctxengine_host.session",
+    "CompactionEvent": "ctxengine_host.session",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ctxengine_host' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -17,10 +17,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .paths import user_config_file
+from .configfile import CONFIG_ENV, LOCAL_CONFIG_NAME, find_config_file
 
-CONFIG_ENV = "CTXENGINE_CONFIG"
-LOCAL_CONFIG_NAME = "ctxengine.toml"
+__all__ = ["CONFIG_ENV", "LOCAL_CONFIG_NAME", "ConfigError", "find_config_file", "load_config"]
 
 
 class ConfigError(Exception):
@@ -36,6 +35,8 @@ class ContextSection(_Section):
     reserve_output_tokens: int = Field(4096, ge=0)
     model: str | None = None
     context_length: int | None = Field(None, gt=0)
+    # tiktoken encoding name; wins over the one implied by the model name.
+    encoding: Literal["cl100k_base", "o200k_base"] | None = None
 
 
 class CompressionSection(_Section):
@@ -86,22 +87,6 @@ class LoadedConfig:
         return bool(self.engine_block(name).get("enabled", True))
 
 
-def find_config_file(explicit: str | os.PathLike[str] | None = None) -> tuple[Path | None, str]:
-    """The config file to use and how it was found."""
-    if explicit:
-        return Path(explicit).expanduser(), "flag"
-    env = os.environ.get(CONFIG_ENV)
-    if env:
-        return Path(env).expanduser(), "env"
-    local = Path.cwd() / LOCAL_CONFIG_NAME
-    if local.is_file():
-        return local, "local"
-    user = user_config_file()
-    if user.is_file():
-        return user, "user"
-    return None, "none"
-
-
 def parse_config(text: str, origin: str = "<string>") -> CtxConfig:
     """Parse and validate config text; errors name ``origin``, the key and the expected type."""
     try:
@@ -140,4 +125,8 @@ def load_config(explicit: str | os.PathLike[str] | None = None) -> LoadedConfig:
         ) from exc
     except OSError as exc:
         raise ConfigError(f"config file {path} cannot be read: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"config file {path} is not UTF-8 text (byte {exc.start}); save it as UTF-8"
+        ) from exc
     return LoadedConfig(config=parse_config(text, str(path)), path=path, source=source)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import abc
 import copy
 import json
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .thresholds import resolve_model_threshold
@@ -91,7 +92,7 @@ class ContextEngine(abc.ABC):
         self,
         request_messages: list[dict[str, Any]],
         *,
-        conversation_messages: list[dict[str, Any]] | None = None,
+        conversation_messages: Sequence[dict[str, Any]] | None = None,
         incoming_message: dict[str, Any] | None = None,
         budget_tokens: int = 0,
         runtime_settings: Any = None,
@@ -100,7 +101,7 @@ class ContextEngine(abc.ABC):
         return None
 
     def on_turn_complete(
-        self, messages: list[dict[str, Any]], usage: dict | None = None, **kwargs: Any
+        self, messages: Sequence[dict[str, Any]], usage: dict | None = None, **kwargs: Any
     ) -> None:
         """No-op by default."""
 
@@ -108,7 +109,7 @@ class ContextEngine(abc.ABC):
         """No-op by default."""
         return None
 
-    def should_compress_preflight(self, messages: list[dict[str, Any]]) -> bool:
+    def should_compress_preflight(self, messages: Sequence[dict[str, Any]]) -> bool:
         """False by default."""
         return False
 

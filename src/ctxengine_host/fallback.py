@@ -11,6 +11,7 @@ from typing import Any
 
 from .engine import ContextEngine
 from .messages import atomic_blocks, flatten
+from .usage import apply_usage
 
 Message = dict[str, Any]
 
@@ -59,11 +60,7 @@ class SlidingWindowEngine(ContextEngine):
     display_name = "Sliding window"
 
     def update_from_response(self, usage: dict[str, Any]) -> None:
-        self.last_prompt_tokens = int(usage.get("prompt_tokens") or 0)
-        self.last_completion_tokens = int(usage.get("completion_tokens") or 0)
-        self.last_total_tokens = int(
-            usage.get("total_tokens") or self.last_prompt_tokens + self.last_completion_tokens
-        )
+        apply_usage(self, usage)
 
     def should_compress(self, prompt_tokens: int | None = None) -> bool:
         tokens = self.last_prompt_tokens if prompt_tokens is None else prompt_tokens

