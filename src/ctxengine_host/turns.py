@@ -1,0 +1,98 @@
+"""What a turn produces: the provider request, compaction events, the turn report, errors.
+
+Plain data shared by the session's modules (``session``, ``assembly``,
+``compaction``); ``ctxengine_host.session`` re-exports every public name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+Message = dict[str, Any]
+
+COMPACTION_REASONS = ("threshold", "preflight", "overflow", "manual")
+
+
+class BudgetError(ValueError):
+    """The token budget left for the conversation is zero or negative."""
+
+
+class SessionClosedError(RuntimeError):
+    """The session was ended; open it again with ``ContextHost.open_session``."""
+
+
+@dataclass
+class CompactionEvent:
+    """One compaction: why, how much it saved, how long it took, what the summarizer did."""
+
+    reason: str
+    tokens_before: int
+    tokens_after: int
+    messages_before: int
+    messages_after: int
+    latency_ms: float
+    summary_levels: list[int] = field(default_factory=list)
+    summary_tokens: int = 0
+    ok: bool = True
+    detail: str | None = None
+    engine: str = ""
+    compacted: bool = False
+
+
+@dataclass
+class ProviderRequest:
+    """What to send to the provider for the next call.
+
+    ``estimated_tokens`` is the whole prompt (messages and tool schemas);
+    ``conversation_tokens`` the part that must fit in ``budget_tokens`` (the
+    messages other than the session's system prompt).
+    """
+
+    messages: list[Message]
+    tools: list[dict[str, Any]]
+    estimated_tokens: int
+    conversation_tokens: int
+    budget_tokens: int
+    compacted: bool = False
+    selected: bool = False
+    over_budget: bool = False
+    system_prompt_addition: str | None = None
+    prompt_authority: str = "assembled"
+    compactions: list[CompactionEvent] = field(default_factory=list)
+    substituted: bool = False
+    precheck_tokens: int = 0
+
+
+@dataclass
+class TurnReport:
+    """What one turn did; returned by :meth:`Session.finish_turn`."""
+
+    turn: int
+    live_messages: int
+    stored_messages: int
+    request_tokens: int
+    budget_tokens: int
+    compactions: list[CompactionEvent]
+    select_ms: float
+    compress_ms: float
+    engine_ms: float
+    quarantined: bool
+    mode: str
+    engine: str = ""
+    usage: dict[str, Any] | None = None
+    invalid_results: int = 0
+    host_ms: float = 0.0
+
+
+@dataclass
+class TurnStats:
+    """Figures gathered during one turn, for its :class:`TurnReport`."""
+
+    compactions: list[CompactionEvent] = field(default_factory=list)
+    select_ms: float = 0.0
+    compress_ms: float = 0.0
+    engine_ms: float = 0.0
+    usage: dict[str, Any] | None = None
+    request_tokens: int = 0
+    busy_ms: float = 0.0

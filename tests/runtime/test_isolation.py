@@ -1,0 +1,201 @@
+"""Timeouts, the worker pool under hung calls, deadlines, inline compress."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from ctxengine_host.isolation import CallTimeout, WorkerPool
+
+from .conftest import config
+from .engines import RELEASE, RecordingEngine
+
+
+def test_hung_workers_do_not_exhaust_the_pool():
+    pool = WorkerPool(max_workers=2, max_stuck=16)
+    for _ in range(6):
+        with pytest.raises(CallTimeout):
+            pool.run(lambda: RELEASE.wait(10), 0.05)
+    assert pool.stuck == 6
+    assert pool.run(lambda: 42, 1.0) == 42
+    RELEASE.set()
+    deadline = time.monotonic() + 5
+    while pool.stuck and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert pool.stuck == 0
+    pool.close()
+
+
+def test_pool_reuses_idle_workers():
+    pool = WorkerPool(max_workers=4)
+    for i in range(50):
+        assert pool.run(lambda i=i: i * 2, 1.0) == i * 2
+    assert pool.created == 1
+    pool.close()
+
+
+def test_errors_propagate_from_workers():
+    pool = WorkerPool()
+    with pytest.raises(ZeroDivisionError):
+        pool.run(lambda: 1 / 0, 1.0)
+    pool.close()
+
+
+class DeadlineEngine(RecordingEngine):
+    name = "deadline"
+
+    def compress(self, messages, current_tokens=None, focus_topic=None, force=False, deadline=None):
+        self._rec(
+            "compress",
+            {
+                "deadline": deadline,
+                "now": time.monotonic(),
+                "thread": threading.current_thread().name,
+            },
+        )
+        return messages
+
+
+def test_compress_gets_a_deadline_and_runs_on_a_worker(make_host):
+    engine = DeadlineEngine()
+    host = make_host(engine, cfg=config(hook_timeout=1.0, context_timeout=3.0))
+    session = host.open_session("s")
+    session.add_user_message("x")
+    session.compact()
+    detail = next(d for m, d in engine.calls if m == "compress")
+    assert 2.5 < detail["deadline"] - detail["now"] <= 3.0
+    assert detail["thread"] == "ctxengine-engine-call"
+
+
+def test_context_timeout_zero_runs_compress_inline_without_deadline(make_host):
+    engine = DeadlineEngine()
+    host = make_host(engine, cfg=config(hook_timeout=1.0, context_timeout=0))
+    session = host.open_session("s")
+    session.add_user_message("x")
+    session.compact()
+    detail = next(d for m, d in engine.calls if m == "compress")
+    assert detail["deadline"] is None
+    assert detail["thread"] == threading.current_thread().name
+
+
+def test_runtime_mode_is_fallback_after_a_quarantine(make_host):
+    from .engines import faulty_engine
+
+    engine = faulty_engine("should_compress", "raise")
+    host = make_host(engine)
+    session = host.open_session("s")
+    assert session.runtime_settings().runtime.mode == "normal"
+    session.add_user_message("x")
+    session.record_response(
+        {"role": "assistant", "content": "y"}, {"prompt_tokens": 1, "completion_tokens": 1}
+    )
+    settings = session.runtime_settings()
+    assert settings.runtime.mode == "fallback"
+    assert session.status()["quarantined_engine"] == "faulty"
+    other = host.open_session("t")
+    assert other.guard.mode == "fallback" and other.guard.handle.name == "legacy"
+
+
+def test_quarantine_is_readable_from_another_process(make_host, tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from .engines import faulty_engine
+
+    host = make_host(faulty_engine("ingest", "raise"))
+    host.open_session("s").add_user_message("x")
+    code = (
+        "import json; from ctxengine_host.quarantine import QuarantineLog; "
+        "print(json.dumps([r.__dict__ for r in QuarantineLog().records()]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+        check=True,
+    ).stdout
+    records = json.loads(out)
+    assert [(r["engine"], r["method"]) for r in records] == [("faulty", "ingest")]
+    assert records[0]["pid"] == os.getpid()
+
+
+def test_a_default_engine_failure_surfaces_and_the_transcript_is_unchanged(make_host):
+    from ctxengine_host.isolation import EngineFailure
+    from ctxengine_legacy.engine import LegacyEngine
+
+    class BrokenLegacy(LegacyEngine):
+        def update_from_response(self, usage):
+            raise RuntimeError("legacy bug")
+
+    host = make_host(BrokenLegacy())
+    session = host.open_session("s")
+    session.add_user_message("x")
+    with pytest.raises(EngineFailure, match="legacy bug"):
+        session.record_response(
+            {"role": "assistant", "content": "y"}, {"prompt_tokens": 1, "completion_tokens": 1}
+        )
+    assert [r.message["content"] for r in host.store.rows("s")] == ["x", "y"]
+    from ctxengine_host.quarantine import QuarantineLog
+
+    assert QuarantineLog().records() == []
+
+
+def test_an_explicit_engine_failing_the_contract_is_quarantined_at_resolution(make_host):
+    from ctxengine_host.quarantine import QuarantineLog
+
+    class WrongParameter(RecordingEngine):
+        name = "wrong-parameter"
+
+        def compress(self, messages, focus=None):
+            return messages
+
+    host = make_host(WrongParameter())
+    assert host.engine_name == "legacy" and host.resolved.fallback
+    assert "focus" in host.resolved.reason
+    assert [(r.engine, r.method) for r in QuarantineLog().records()] == [
+        ("wrong-parameter", "resolve")
+    ]
+
+
+def test_unmet_host_requirements_refuse_to_start(make_host):
+    from ctxengine_host.slot import EngineSelectionError
+
+    class NeedsMore(RecordingEngine):
+        name = "needs-more"
+        host_requirements = {"compact": {"capabilities": ["teleport"], "message": "beam me"}}
+
+    with pytest.raises(EngineSelectionError, match="teleport"):
+        make_host(NeedsMore())
+
+
+def test_a_session_cannot_be_opened_twice_at_once(make_host):
+    host = make_host(RecordingEngine())
+    session = host.open_session("s")
+    with pytest.raises(ValueError, match="already open"):
+        host.open_session("s")
+    session.end()
+    host.open_session("s").end()
+
+
+def test_a_summarizer_failure_aborts_the_compaction_without_quarantine(make_host):
+    from ctxengine_host.quarantine import QuarantineLog
+    from ctxengine_host.summarizer import SummarizerError
+
+    class NeedsSummaries(RecordingEngine):
+        name = "needs-summaries"
+
+        def compress(self, messages, current_tokens=None, focus_topic=None, force=False):
+            raise SummarizerError("401 invalid api key")
+
+    session = make_host(NeedsSummaries()).open_session("s")
+    session.add_user_message("x")
+    before = session.messages()
+    event = session.compact()
+    assert not event.ok and "401" in event.detail
+    assert session.messages() == before
+    assert QuarantineLog().records() == [] and session.guard.mode == "normal"
