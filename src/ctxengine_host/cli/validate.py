@@ -1,0 +1,97 @@
+"""``ctxengine validate FILE [--probes PATH] [--json]``: check a session file and its probes.
+
+Every problem is reported with its line number; exit code 2 when there are errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from . import EXIT_BAD_INPUT, EXIT_OK, common_options
+from .output import emit_json
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "validate",
+        parents=[common_options()],
+        help="check a session file (and its NAME.probes.json) for problems",
+        description="Check a session file: JSON on every line, OpenAI message shapes, tool "
+        "calls answered, usage fields; and its probe file when there is one.",
+    )
+    parser.add_argument("file", metavar="FILE", help="session file (.jsonl, .json, .gz)")
+    parser.add_argument("--probes", metavar="PATH", help="probe file (default: NAME.probes.json)")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..probes import check_probes
+    from ..sessionfile import (
+        Problem,
+        SessionFileError,
+        parse_session,
+        probes_path_for,
+        read_text,
+    )
+
+    path = Path(args.file)
+    report: dict[str, Any] = {"file": str(path), "ok": False, "problems": []}
+    try:
+        if not path.is_file():
+            raise SessionFileError(f"{path}: no such session file; check the path")
+        parsed = parse_session(read_text(path), str(path))
+    except SessionFileError as exc:
+        report["problems"] = [{"line": None, "severity": "error", "message": str(exc)}]
+        return _finish(report, args.json, [str(exc)])
+    problems = list(parsed.problems)
+    probe_file = Path(args.probes) if args.probes else probes_path_for(path)
+    probe_problems: list[Problem] = []
+    probe_count = None
+    if args.probes or probe_file.is_file():
+        try:
+            document = json.loads(read_text(probe_file))
+            probes, probe_problems = check_probes(document, parsed)
+            probe_count = len(probes)
+        except FileNotFoundError:
+            probe_problems = [Problem(None, "no such probe file; check the path")]
+        except OSError as exc:
+            probe_problems = [Problem(None, f"cannot read the probe file: {exc}")]
+        except json.JSONDecodeError as exc:
+            probe_problems = [Problem(exc.lineno, f"invalid JSON: {exc.msg}")]
+        except SessionFileError as exc:
+            probe_problems = [Problem(None, str(exc))]
+    errors = [p for p in problems + probe_problems if p.severity == "error"]
+    report.update(
+        ok=not errors,
+        messages=len(parsed.messages),
+        turns=len(parsed.turns()),
+        tools=len(parsed.tools),
+        probes_file=str(probe_file) if probe_count is not None or probe_problems else None,
+        probes=probe_count,
+        problems=[{**p.to_dict(), "file": str(path)} for p in problems]
+        + [{**p.to_dict(), "file": str(probe_file)} for p in probe_problems],
+    )
+    lines = [p.render(str(path)) for p in problems] + [
+        p.render(str(probe_file)) for p in probe_problems
+    ]
+    return _finish(report, args.json, lines)
+
+
+def _finish(report: dict[str, Any], as_json: bool, lines: list[str]) -> int:
+    if as_json:
+        emit_json(report)
+    else:
+        for line in lines:
+            print(line)
+        if report["ok"]:
+            probes = report.get("probes")
+            extra = f", {probes} probes" if probes is not None else ""
+            print(
+                f"{report['file']}: ok ({report['messages']} messages, "
+                f"{report['turns']} turns{extra})"
+            )
+    return EXIT_OK if report["ok"] else EXIT_BAD_INPUT

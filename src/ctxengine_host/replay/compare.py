@@ -1,0 +1,179 @@
+"""Several engines over the same sessions: reports, a chart per session, one HTML page.
+
+Each (session, engine) pair is a normal replay whose store and report.json land in
+``OUT/<session>/<engine>/``; the comparison adds ``compare.json``, one SVG chart per
+session (and a PNG when matplotlib happens to be installed) and ``report.html``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..sessionfile import session_stem
+from .driver import ReplayOptions, replay_file
+from .htmlreport import html_report
+from .model import ReplayReport
+from .svgchart import line_chart
+
+SCHEMA = "ctxengine.compare/1"
+TABLE_FIELDS = (
+    ("turns", "turns"),
+    ("tokens_sent_total", "sent"),
+    ("tokens_saved_ratio", "saved"),
+    ("max_request_tokens", "max req"),
+    ("turns_over_budget", "over"),
+    ("compactions", "compact"),
+    ("quarantines", "quar"),
+    ("probes_in_context", "in ctx"),
+    ("probes_search_found", "search"),
+    ("wall_seconds", "wall s"),
+)
+
+
+@dataclass
+class Comparison:
+    """The reports of every run and the files written."""
+
+    out_dir: Path
+    reports: dict[str, dict[str, ReplayReport]] = field(default_factory=dict)
+    charts: dict[str, str] = field(default_factory=dict)
+    pngs: dict[str, str] = field(default_factory=dict)
+    html: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "out_dir": str(self.out_dir),
+            "html": self.html,
+            "sessions": [
+                {
+                    "session": name,
+                    "chart_svg": self.charts.get(name),
+                    "chart_png": self.pngs.get(name),
+                    "runs": [
+                        {
+                            "engine": engine,
+                            "requested": report.engine_requested,
+                            "fallback": report.engine_fallback,
+                            "report": str(self.out_dir / name / engine / "report.json"),
+                            "summary": report.summary(),
+                        }
+                        for engine, report in runs.items()
+                    ],
+                }
+                for name, runs in self.reports.items()
+            ],
+        }
+
+
+def compare_files(
+    files: list[str],
+    engines: list[str],
+    base: ReplayOptions,
+    out_dir: str | Path,
+    progress_for: Callable[[str], Callable[[int, int], None] | None] | None = None,
+) -> Comparison:
+    """Replay every file on every engine and write the comparison into ``out_dir``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    comparison = Comparison(out)
+    for file in files:
+        name = session_stem(file)
+        runs: dict[str, ReplayReport] = {}
+        for engine in engines:
+            run_dir = out / name / engine
+            options = ReplayOptions(
+                engine=engine,
+                model=base.model,
+                context_length=base.context_length,
+                config_path=base.config_path,
+                out_dir=str(run_dir),
+            )
+            progress = progress_for(f"{name} on {engine}") if progress_for else None
+            report = replay_file(file, options, progress)
+            (run_dir / "report.json").write_text(json.dumps(report.to_dict(), indent=2) + "\n")
+            runs[engine] = report
+        comparison.reports[name] = runs
+        comparison.charts[name] = _write_chart(out, name, runs)
+        png = _write_png(out, name, runs)
+        if png:
+            comparison.pngs[name] = png
+    html_path = out / "report.html"
+    html_path.write_text(html_report(comparison.reports, TABLE_FIELDS), encoding="utf-8")
+    comparison.html = str(html_path)
+    (out / "compare.json").write_text(json.dumps(comparison.to_dict(), indent=2) + "\n")
+    return comparison
+
+
+def series_of(runs: dict[str, ReplayReport]) -> dict[str, list[tuple[int, int]]]:
+    """Request tokens per turn, per engine."""
+    return {
+        engine: [(row.turn, row.request_tokens) for row in report.turns]
+        for engine, report in runs.items()
+    }
+
+
+def chart_svg(name: str, runs: dict[str, ReplayReport]) -> str:
+    window = max((r.context_length for r in runs.values()), default=0)
+    return line_chart(f"{name}: request tokens per turn", series_of(runs), limit=window)
+
+
+def _write_chart(out: Path, name: str, runs: dict[str, ReplayReport]) -> str:
+    path = out / f"{name}.request_tokens.svg"
+    path.write_text(chart_svg(name, runs), encoding="utf-8")
+    return str(path)
+
+
+def _write_png(out: Path, name: str, runs: dict[str, ReplayReport]) -> str | None:
+    """A PNG of the same chart, only when matplotlib is installed (an optional extra)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    fig, ax = plt.subplots(figsize=(9, 3.6))
+    for engine, values in series_of(runs).items():
+        ax.plot([x for x, _ in values], [y for _, y in values], label=engine, linewidth=1)
+    ax.set_xlabel("turn")
+    ax.set_ylabel("request tokens")
+    ax.legend()
+    path = out / f"{name}.request_tokens.png"
+    fig.savefig(path, dpi=100, bbox_inches="tight")
+    plt.close(fig)
+    return str(path)
+
+
+def table_rows(comparison: Comparison) -> list[list[str]]:
+    """The side-by-side table: one row per session and engine."""
+    header = ["session", "engine", *(label for _, label in TABLE_FIELDS)]
+    rows = [header]
+    for name, runs in comparison.reports.items():
+        for engine, report in runs.items():
+            summary = report.summary()
+            label = engine if not report.engine_fallback else f"{engine}->{report.engine}"
+            rows.append([name, label, *(summary_cell(summary, k) for k, _ in TABLE_FIELDS)])
+    return rows
+
+
+def summary_cell(summary: dict[str, Any], key: str) -> str:
+    """One summary value for a table cell; "-" for tool probes when the engine has no tools."""
+    if key == "probes_search_found" and not summary["probes_searched"]:
+        return "-"
+    return format_value(key, summary[key])
+
+
+def format_value(key: str, value: Any) -> str:
+    """A summary value for a table cell: ratios as percentages."""
+    if key.endswith("_ratio"):
+        return f"{value:.1%}"
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
