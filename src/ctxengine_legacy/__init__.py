@@ -1,1 +1,6 @@
-"""legacy"""
+"""The default ctxengine engine ``legacy``: head and tail kept, the middle summarized."""
+
+from .config import LegacyConfig
+from .engine import LegacyEngine
+
+__all__ = ["LegacyConfig", "LegacyEngine"]

@@ -1,0 +1,350 @@
+"""What a sentence carries: identifiers, cue words, rare-word candidates, supersession keys.
+
+Everything works token by token with cheap string tests first (most tokens
+are plain words and are skipped at once); regular expressions only run on
+the few tokens that could be identifiers. That keeps a 100k-token input well
+under a second.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+#: What each kind of identifier is worth to a summary.
+IDENT_WEIGHTS = {
+    "url": 1.0,
+    "email": 0.8,
+    "kv": 0.6,
+    "path": 0.6,
+    "version": 0.8,
+    "hex": 0.8,
+    "code": 0.8,
+    "name": 0.8,
+    "date": 0.8,
+    "ident": 0.2,
+    "num": 0.1,
+}
+
+#: Identifier kinds that also count as rare words when they are rare in the input.
+DISTINCTIVE_KINDS = frozenset({"url", "email", "version", "hex", "code", "name", "date"})
+
+CUE_WEIGHTS = {
+    "decision": 1.6,
+    "constraint": 0.8,
+    "error": 1.2,
+    "outcome": 0.6,
+    "task": 1.2,
+    "remember": 1.6,
+}
+_CUE_WORDS = {
+    "decision": "decide decided decides decision decisions chose choose chosen agreed prefer "
+    "preferred settled",
+    "constraint": "must never always don't shouldn't should require required requires avoid ensure",
+    "error": "error errors exception traceback failed failure fatal panic denied refused timeout "
+    "cannot can't crash crashed crashes broken bug",
+    "outcome": "passed succeeded success successful successfully fixed resolved works completed "
+    "deployed merged created updated installed",
+    "task": "todo remaining",
+    "remember": "remember important fyi",
+}
+CUE_BY_WORD = {word: cue for cue, words in _CUE_WORDS.items() for word in words.split()}
+CUE_PHRASES = (
+    ("decision", ("we'll use", "we will use", "let's use", "let's go with", "we're going with",
+                  "we are going with", "switch to", "switched to", "instead of", "settled on")),
+    ("constraint", ("do not", "make sure")),
+    ("error", ("timed out", "not found")),
+    ("task", ("next step", "still need", "need to", "follow-up", "follow up", "open question",
+              "not yet")),
+    ("remember", ("note that", "keep in mind", "for the record", "heads-up", "heads up")),
+)  # fmt: skip
+
+CUE_BY_PHRASE = {phrase: cue for cue, phrases in CUE_PHRASES for phrase in phrases}
+_PHRASE_RE = re.compile(
+    "|".join(re.escape(p) for p in sorted(CUE_BY_PHRASE, key=len, reverse=True))
+)
+
+MONTHS = frozenset(
+    [
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+        "jan",
+        "feb",
+        "mar",
+        "apr",
+        "jun",
+        "jul",
+        "aug",
+        "sep",
+        "sept",
+        "oct",
+        "nov",
+        "dec",
+    ]
+)
+PATH_SUFFIXES = frozenset(
+    [
+        "py",
+        "js",
+        "ts",
+        "tsx",
+        "json",
+        "yaml",
+        "yml",
+        "toml",
+        "md",
+        "cfg",
+        "ini",
+        "sh",
+        "sql",
+        "go",
+        "rs",
+        "java",
+        "c",
+        "h",
+        "cpp",
+        "txt",
+        "log",
+        "env",
+        "lock",
+        "html",
+        "css",
+        "conf",
+        "xml",
+        "csv",
+        "parquet",
+    ]
+)
+_STRIP = "\"'`()[]{}<>,;!?*"
+_VERSION_RE = re.compile(r"v?\d+\.\d+\.\d+(?:[-+.][\w.]+)?")
+_HEX_RE = re.compile(r"(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,64}")
+_CODE_RE = re.compile(r"[A-Z][A-Z0-9]*(?:[_-][A-Z0-9]+)+|[A-Z]{1,5}-?\d{2,}")
+_SNAKE_RE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
+_CAMEL_RE = re.compile(r"[a-z]+[A-Z][A-Za-z0-9]+|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+")
+_KEY_RE = re.compile(r"[A-Za-z_][\w.\-]{1,40}")
+_WORDS_RE = re.compile(r"[a-z][a-z']*")
+_ALPHA_COMPONENT_RE = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+#: Words too common to count as rare even in a short input.
+COMMON_WORDS = frozenset(
+    [
+        "the",
+        "and",
+        "for",
+        "with",
+        "that",
+        "this",
+        "from",
+        "into",
+        "about",
+        "what",
+        "when",
+        "where",
+        "which",
+        "have",
+        "has",
+        "was",
+        "were",
+        "are",
+        "you",
+        "your",
+        "our",
+        "their",
+        "them",
+        "they",
+        "its",
+        "not",
+        "but",
+        "all",
+        "any",
+        "can",
+        "will",
+        "would",
+        "should",
+        "could",
+        "there",
+        "here",
+        "then",
+        "than",
+        "been",
+        "being",
+        "does",
+        "did",
+        "done",
+        "just",
+        "also",
+        "some",
+        "more",
+        "most",
+        "other",
+        "such",
+        "only",
+        "over",
+        "very",
+        "make",
+        "made",
+        "like",
+        "want",
+        "need",
+        "please",
+        "thanks",
+        "look",
+        "check",
+        "file",
+        "files",
+        "test",
+        "tests",
+        "code",
+        "line",
+        "lines",
+        "run",
+        "running",
+        "now",
+        "new",
+        "next",
+        "still",
+        "after",
+        "before",
+        "because",
+        "while",
+    ]
+)
+#: ``set X to Y`` / ``X is now Y`` statements name a key whose older values they supersede.
+_SET_RE = re.compile(
+    r"\b(?:set|change|changed|move|moved|update|updated|switch|switched|rename|renamed)\s+"
+    r"(?:the\s+)?([\w.\-]+(?:\s[\w.\-]+){0,2})\s+(?:to|from\s+\S+\s+to)\s+(\S+)"
+)
+_IS_NOW_RE = re.compile(
+    r"\b(?:the\s+)?([\w.\-]+(?:\s[\w.\-]+){0,2})\s+(?:is now|are now|is set to|should be)\s+(\S+)"
+)
+_SET_HINTS = (" to ", " is now ", " are now ", " should be ")
+
+
+@dataclass(slots=True)
+class Features:
+    idents: list[tuple[str, str]]  # (kind, value)
+    cues: set[str]
+    words: tuple[str, ...]  # rare-word candidates
+    keys: tuple[tuple[str, str], ...]  # (key, value) this sentence sets
+
+
+def _classify(token: str) -> str | None:
+    """The identifier kind of one whitespace token, or None for a plain word."""
+    if token.isalpha():
+        return None
+    if "://" in token:
+        return "url"
+    if token.isdigit():
+        return "num"
+    if "@" in token and "." in token.rsplit("@", 1)[-1]:
+        return "email"
+    if "=" in token:
+        key, _, value = token.partition("=")
+        return "kv" if key and value.strip("=") and _KEY_RE.fullmatch(key) else None
+    if "/" in token and any(ch.isalpha() for ch in token):
+        return "path"
+    if _VERSION_RE.fullmatch(token):
+        return "version"
+    if "." in token and token.rsplit(".", 1)[-1].lower() in PATH_SUFFIXES:
+        return "path"
+    if _HEX_RE.fullmatch(token):
+        return "hex"
+    if _CODE_RE.fullmatch(token):
+        return "code"
+    if "_" in token and _SNAKE_RE.fullmatch(token):
+        return "ident"
+    if _CAMEL_RE.fullmatch(token):
+        return "ident"
+    if any(ch.isdigit() for ch in token):
+        return "num"
+    return None
+
+
+def _rare(core: str, out: list[str]) -> None:
+    """Add the parts of a token that can be rare: a number of four or more digits, or its
+    alphabetic parts (snake_case and CamelCase split) that are not common words."""
+    if core.isdigit():
+        if len(core) >= 4:
+            out.append(core)
+        return
+    if core.isalpha() and (core.islower() or core.istitle() or core.isupper()):
+        parts: list[str] | tuple[str] = (core,)
+    else:
+        parts = _ALPHA_COMPONENT_RE.findall(core)
+    for part in parts:
+        lowered = part.lower()
+        if len(lowered) >= 4 and lowered not in COMMON_WORDS:
+            out.append(lowered)
+
+
+def extract(text: str) -> Features:
+    """The features of one sentence or line, in one pass over its tokens."""
+    tokens = text.split()
+    found: list[tuple[str, str]] = []
+    rare: list[str] = []
+    previous = ""  # the previous token without surrounding punctuation
+    for i, raw in enumerate(tokens):
+        core = raw.strip(_STRIP + ".:")
+        _rare(core, rare)
+        if previous:
+            if previous.lower() in MONTHS and core.isdigit() and len(core) <= 2:
+                found.append(("date", f"{previous} {core}"))
+            elif (
+                previous.istitle()
+                and previous.isalpha()
+                and core.istitle()
+                and core.isalpha()
+                and tokens[i - 1][-1:].isalpha()
+            ):
+                found.append(("name", f"{previous} {core}"))
+        previous = raw.strip(_STRIP)
+        if core.isalpha() and "`" not in raw:
+            continue  # a plain word: no identifier
+        token = previous.rstrip(".:")
+        if raw.startswith("`") and raw.endswith("`") and len(raw) > 3:
+            found.append(("ident", token))
+            continue
+        if not token:
+            continue
+        kind = _classify(token)
+        if kind:
+            found.append((kind, token))
+            if kind == "kv":  # KEY=value: the key or the value may be distinctive itself
+                key, _, value = token.partition("=")
+                for part in (key, value.strip("=")):
+                    inner = _classify(part)
+                    if inner in DISTINCTIVE_KINDS:
+                        found.append((inner, part))
+        elif raw.endswith(":") and i + 1 < len(tokens) and ("_" in token or "." in token):
+            value = tokens[i + 1].strip(_STRIP).rstrip(".")
+            if value and _KEY_RE.fullmatch(token):
+                found.append(("kv", f"{token}: {value}"))
+    lowered = text.lower()
+    cues = {CUE_BY_WORD[w] for w in _WORDS_RE.findall(lowered) if w in CUE_BY_WORD}
+    cues.update(CUE_BY_PHRASE[p] for p in _PHRASE_RE.findall(lowered))
+    rare.extend("#" + value.lower() for kind, value in found if kind in DISTINCTIVE_KINDS)
+    return Features(found, cues, tuple(dict.fromkeys(rare)), supersession_keys(lowered, found))
+
+
+def supersession_keys(lowered: str, idents: list[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+    """Keys a sentence sets: ``some_key = value`` and ``set X to Y`` / ``X is now Y``."""
+    keys: dict[str, str] = {}
+    for kind, value in idents:
+        if kind == "kv":
+            key, _, val = re.split(r"\s*([=:])\s*", value, maxsplit=1)
+            if any(ch in key for ch in "_.-") or any(ch.isupper() for ch in key[1:]):
+                keys[key.lower()] = val.strip("\"'`").lower()
+    if any(hint in lowered for hint in _SET_HINTS):
+        for pattern in (_SET_RE, _IS_NOW_RE):
+            for match in pattern.finditer(lowered):
+                keys[" ".join(match.group(1).split())] = match.group(2).strip(".,;\"'`")
+    return tuple(keys.items())
