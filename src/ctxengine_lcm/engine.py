@@ -1,15 +1,658 @@
-"""The ``lcm`` engine (minimal version: a sliding window).
+"""The ``lcm`` engine: Lossless Context Management.
 
-Lossless Context Management (verbatim store, summary DAG, recall tools) replaces this.
+Every message is stored verbatim in the LCM store; older spans of the active context are
+replaced by summaries that form a DAG (leaf summaries over messages, condensed summaries
+over summaries); each request is assembled from the active context; the agent gets tools
+to search the history and expand any summary back to the originals.
+
+One engine clone serves one session (the host calls ``clone_for_agent`` per agent), so
+the current session id is remembered on the instance.
 """
 
 from __future__ import annotations
 
-from ctxengine_host.fallback import SlidingWindowEngine
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from ctxengine_host.context import EngineContext
+from ctxengine_host.engine import ContextEngine
+from ctxengine_host.models import (
+    AssembleResult,
+    BootstrapResult,
+    CompactResult,
+    IngestResult,
+    SummaryResult,
+)
+
+from .assembly import SYSTEM_PROMPT_ADDITION, fit_to_budget, merge_leading
+from .backend import open_lcm_store
+from .compaction import Compactor
+from .config import LcmConfig, resolve_database_path
+from .render import context_message, derived_uid, large_output_stub, summary_message, to_new_message
+from .store import Grant, LcmStore, NewMessage
+from .tools import TOOL_NAMES, TOOL_SCHEMAS, Access, ToolRunner
+
+Message = dict[str, Any]
+
+#: Session id used when the host never named one.
+DEFAULT_SESSION_ID = "default"
+#: Messages per ingest transaction.
+INGEST_BATCH = 500
+#: Batches at least this large are token-counted on two pool threads.
+PARALLEL_COUNT_MIN = 200
+#: At most this many uids of a request's live view are looked up when the engine has no
+#: mark of what it checked before (a new process or a rewritten view).
+CATCH_UP_LIMIT = 5_000
+
+_INTEGRITY: dict[str, str] = {}
+_log = logging.getLogger("ctxengine.engine.lcm")
 
 
-class LcmEngine(SlidingWindowEngine):
+class LcmEngine(ContextEngine):
+    """Lossless Context Management: a verbatim store, a summary DAG and recall tools."""
+
     name = "lcm"
     version = "0.1.0"
     display_name = "Lossless Context Management"
     owns_compaction = True
+    config_model = LcmConfig
+
+    def __init__(
+        self, config: LcmConfig | dict | None = None, context: EngineContext | None = None
+    ):
+        if not isinstance(config, LcmConfig):
+            config = LcmConfig.model_validate(config or {})
+        super().__init__(config=config, context=context or _standalone_context())
+        self.settings: LcmConfig = config
+        self._store: LcmStore | None = None
+        self._open_lock = threading.Lock()
+        self._session_id: str | None = None
+        self._conversation_id: int | None = None
+        #: (index, uid) of the newest live-view message known to be stored with everything
+        #: before it: the next check starts after it.
+        self._checked: tuple[int, str] | None = None
+        self._warned_no_insert = False
+        self._last_assembly: tuple[tuple, list[Message], AssembleResult] | None = None
+        self._rendered: dict[tuple[str, int], Message] = {}
+        #: Exact token counts of the rendered messages, by object id (they live in _rendered).
+        self._rendered_tokens: dict[int, int] = {}
+        #: Token counts of other messages (system prompt, merged summaries), by text.
+        self._text_tokens: dict[str, int] = {}
+        self._list_overhead: int | bool | None = False  # False: not measured yet
+        self._addition_tokens: int | None = None
+        #: The room the last request had for the conversation (0: no request yet).
+        self._room = 0
+        self._count_pool: ThreadPoolExecutor | None = None
+
+    # Store and session plumbing.
+
+    @property
+    def database_path(self) -> Path:
+        return resolve_database_path(self.settings.database, self.context.data_dir)
+
+    @property
+    def store(self) -> LcmStore:
+        """The store, opened on first use (constructing an engine creates no files)."""
+        if self._store is None:
+            with self._open_lock:
+                if self._store is None:
+                    self._store = open_lcm_store(self.settings, self.context.data_dir)
+        return self._store
+
+    def _use_session(self, session_id: str | None) -> None:
+        if session_id and session_id != self._session_id:
+            self._session_id = session_id
+            self._conversation_id = None
+            self._forget_caches()
+
+    def _conversation(self) -> int:
+        if self._conversation_id is None:
+            session = self._session_id or DEFAULT_SESSION_ID
+            self._conversation_id = self.store.current_conversation(session).id
+        return self._conversation_id
+
+    def _forget_caches(self) -> None:
+        self._checked = None
+        self._last_assembly = None
+        self._rendered = {}
+        self._rendered_tokens = {}
+
+    # Lifecycle.
+
+    def on_session_start(self, session_id: str, **kwargs: Any) -> None:
+        self._use_session(session_id)
+        self._conversation()
+
+    def bootstrap(
+        self, session_id: str, messages: list[Message], runtime_settings: Any = None
+    ) -> BootstrapResult:
+        self._use_session(session_id)
+        conversation_id = self._conversation()
+        if self.store.conversation(conversation_id).message_count == 0:
+            imported = self._store_messages(messages, whole_history=True)
+        else:  # a history we hold part of: fill the gaps in place
+            stamped = [
+                m
+                if not isinstance(m, dict) or m.get("message_uid")
+                else {**m, "message_uid": derived_uid(conversation_id, n, m)}
+                for n, m in enumerate(messages)
+            ]
+            imported = self._catch_up(stamped, limit=None)
+        return BootstrapResult(bootstrapped=True, imported_messages=imported)
+
+    def ingest(self, session_id: str, messages: list[Message]) -> IngestResult:
+        self._use_session(session_id)
+        return IngestResult(ingested=True, count=self._store_messages(messages))
+
+    def on_session_reset(self) -> None:
+        super().on_session_reset()
+        session = self._session_id or DEFAULT_SESSION_ID
+        self._conversation_id = self.store.start_new_conversation(session).id
+        self._forget_caches()
+
+    def prepare_subagent_spawn(
+        self, parent_session_id: str, child_session_id: str, context_mode: str, ttl_s: float | None
+    ) -> Callable[[], None] | None:
+        """Let the child read the parent's history (and, depth permitting, its ancestors')."""
+        cfg = self.settings
+        if cfg.subagent_max_depth <= 0:
+            return None
+        now = time.time()
+        expires = now + ttl_s if ttl_s else None
+        plans = [(parent_session_id, cfg.subagent_max_depth, cfg.subagent_token_cap)]
+        for inherited in self.store.active_grants(parent_session_id, now):
+            if inherited.max_depth > 1:
+                left = max(0, inherited.token_cap - inherited.tokens_used)
+                plans.append(
+                    (
+                        inherited.parent_session_id,
+                        inherited.max_depth - 1,
+                        min(left, cfg.subagent_token_cap),
+                    )
+                )
+        ids = [
+            self.store.create_grant(Grant(0, child_session_id, parent, depth, cap, 0, expires))
+            for parent, depth, cap in plans
+        ]
+
+        def rollback() -> None:
+            for grant_id in ids:
+                self.store.revoke_grants(child_session_id, grant_id)
+
+        return rollback
+
+    def on_subagent_ended(self, child_session_id: str, reason: str) -> None:
+        self.store.revoke_grants(child_session_id)
+
+    def clone_for_agent(self) -> LcmEngine:
+        """A fresh engine on the same database, with its own connection and budget figures."""
+        clone = type(self)(config=self.settings, context=self.context)
+        clone.model_thresholds = dict(self.model_thresholds)
+        for attr in ("threshold_percent", "context_length", "threshold_tokens"):
+            setattr(clone, attr, getattr(self, attr))
+        if "_configured_threshold_percent" in self.__dict__:
+            clone._configured_threshold_percent = self._configured_threshold_percent
+        return clone
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> LcmEngine:
+        return self.clone_for_agent()
+
+    def dispose(self) -> None:
+        if self._count_pool is not None:
+            self._count_pool.shutdown(wait=False)
+            self._count_pool = None
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+        self._conversation_id = None
+        self._forget_caches()
+
+    # Budget.
+
+    def update_from_response(self, usage: dict[str, Any]) -> None:
+        def figure(key: str) -> int:
+            value = usage.get(key) if isinstance(usage, dict) else None
+            return max(0, int(value)) if isinstance(value, int | float) else 0
+
+        self.last_prompt_tokens = figure("prompt_tokens")
+        self.last_completion_tokens = figure("completion_tokens")
+        self.last_total_tokens = figure("total_tokens") or (
+            self.last_prompt_tokens + self.last_completion_tokens
+        )
+
+    def should_compress(self, prompt_tokens: int | None = None) -> bool:
+        limit = self._compaction_threshold()
+        if not limit:
+            return False
+        tokens = self.last_prompt_tokens if prompt_tokens is None else prompt_tokens
+        return (
+            bool(self.threshold_tokens) and tokens >= self.threshold_tokens
+        ) or self._context_tokens() >= limit
+
+    def should_compress_preflight(self, messages: list[Message]) -> bool:
+        limit = self._compaction_threshold()
+        return bool(limit) and self._context_tokens() >= limit
+
+    def _compaction_threshold(self) -> int:
+        """The threshold, lowered to the conversation's room in a request when that is smaller
+        (system prompt and tool schemas take their share of the window first)."""
+        candidates = [t for t in (self.threshold_tokens, self._room) if t > 0]
+        return min(candidates) if candidates else 0
+
+    def _context_tokens(self) -> int:
+        return self.store.conversation(self._conversation()).context_tokens
+
+    # Compaction.
+
+    def compress(
+        self,
+        messages: list[Message],
+        current_tokens: int | None = None,
+        focus_topic: str | None = None,
+        force: bool = False,
+        runtime_settings: Any = None,
+        deadline: float | None = None,
+    ) -> CompactResult:
+        """Run one bounded sweep; the history stays the engine's (``messages`` is None)."""
+        self._catch_up(messages)
+        compactor = Compactor(self.store, self.settings, self.context)
+        report = compactor.sweep(
+            self._conversation(), self._compaction_threshold(), force, focus_topic, deadline
+        )
+        if report.passes:
+            self.compression_count += 1
+        reason = report.error or (
+            f"{report.leaf_passes} leaf and {report.condensed_passes} condensed passes; "
+            f"stopped: {report.stopped}"
+        )
+        return CompactResult(
+            ok=report.error is None,
+            compacted=report.passes > 0,
+            reason=reason,
+            tokens_before=report.tokens_before,
+            tokens_after=report.tokens_after,
+            messages=None,
+        )
+
+    # Assembly.
+
+    def select_context(
+        self,
+        request_messages: list[Message],
+        *,
+        conversation_messages: list[Message] | None = None,
+        incoming_message: Message | None = None,
+        budget_tokens: int = 0,
+        runtime_settings: Any = None,
+    ) -> AssembleResult | None:
+        """Summaries then the fresh tail, within the budget; None when nothing is stored."""
+        self._catch_up(conversation_messages or request_messages)
+        conversation = self.store.conversation(self._conversation())
+        head = _leading_system(request_messages)
+        budget = self._budget(budget_tokens, runtime_settings)
+        key = (conversation.id, conversation.context_version, budget)
+        cached = self._last_assembly
+        if cached is not None and cached[0] == key and cached[1] == head:
+            return _fresh_copy(cached[2])
+        items = self.store.context_items(conversation.id)
+        if not items:
+            return None
+        rendered = self._render(items)
+        if self._addition_tokens is None:
+            self._addition_tokens = self.context.count_tokens(SYSTEM_PROMPT_ADDITION)
+        if budget < 1 << 61:
+            self._room = max(1, budget - self._addition_tokens - _count_head(head, self.context))
+        summaries = {id(m) for m, i in zip(rendered, items, strict=True) if i.kind == "summary"}
+        role = self.settings.summary_role
+        messages, tokens = fit_to_budget(
+            head,
+            rendered,
+            [self._rendered_tokens[id(m)] for m in rendered],
+            budget - self._addition_tokens,
+            self._exact_count,
+            lambda kept: merge_leading(kept, lambda m: id(m) in summaries, role),
+        )
+        result = AssembleResult(
+            messages=messages,
+            estimated_tokens=tokens,
+            system_prompt_addition=SYSTEM_PROMPT_ADDITION,
+        )
+        self._last_assembly = (key, head, result)
+        return _fresh_copy(result)
+
+    def _budget(self, budget_tokens: int, runtime_settings: Any) -> int:
+        if budget_tokens and budget_tokens > 0:
+            return int(budget_tokens)
+        limits = getattr(runtime_settings, "limits", None)
+        if limits is not None and getattr(limits, "budget_tokens", None):
+            return int(limits.budget_tokens)
+        return self.context_length or 1 << 62
+
+    def _render(self, items: Sequence[Any]) -> list[Message]:
+        """The messages of the context items; unchanged items come from a cache of the context."""
+        keys = [(i.kind, i.ref_id) for i in items]
+        cache = {k: self._rendered[k] for k in keys if k in self._rendered}
+        missing_messages = [k[1] for k in keys if k not in cache and k[0] == "message"]
+        missing_summaries = [k[1] for k in keys if k not in cache and k[0] == "summary"]
+        preview = self.settings.large_output_preview_chars
+        for message_id, stored in self.store.messages_by_id(missing_messages).items():
+            cache[("message", message_id)] = context_message(stored, preview)
+        role = self.settings.summary_role
+        for summary_id, stored in self.store.summaries_by_id(missing_summaries).items():
+            cache[("summary", summary_id)] = summary_message(stored, role)
+        self._rendered = cache
+        counts = {id(cache[k]): i.token_count for k, i in zip(keys, items, strict=True)}
+        for k in keys:
+            if k[0] == "summary":  # stored counts used a placeholder id; count the real text
+                counts[id(cache[k])] = self._message_tokens(cache[k])
+        self._rendered_tokens = counts
+        return [cache[k] for k in keys]
+
+    def _message_tokens(self, message: Message) -> int:
+        known = self._rendered_tokens.get(id(message))
+        if known is not None:
+            return known
+        content = message.get("content")
+        if set(message) <= {"role", "content"} and isinstance(content, str):
+            key = f"{message.get('role')}\0{content}"
+            if key not in self._text_tokens:
+                if len(self._text_tokens) > 64:
+                    self._text_tokens.clear()
+                self._text_tokens[key] = self.context.count_tokens(message)
+            return self._text_tokens[key]
+        return self.context.count_tokens(message)
+
+    def _exact_count(self, messages: list[Message]) -> int:
+        """``context.count_tokens(messages)``, from per-message counts when the counter is
+        additive (checked once), so unchanged messages are not tokenized again."""
+        if self._list_overhead is False:
+            self._list_overhead = _measure_list_overhead(self.context.count_tokens)
+        if self._list_overhead is None:
+            return self.context.count_tokens(messages)
+        return sum(self._message_tokens(m) for m in messages) + self._list_overhead
+
+    # Storing messages.
+
+    def _store_messages(self, messages: Sequence[Any], whole_history: bool = False) -> int:
+        """Store messages (known uids skipped). Uid-less messages get uids derived from their
+        position: in the whole history for a bootstrap, after the stored ones otherwise."""
+        conversation_id = self._conversation()
+        valid = [m for m in messages if isinstance(m, dict)]
+        if len(valid) != len(messages):
+            _log.warning(
+                "lcm: skipped %d entries that are not message dicts", len(messages) - len(valid)
+            )
+        if not valid:
+            return 0
+        position = None
+        if any(not m.get("message_uid") for m in valid):
+            position = (
+                0 if whole_history else self.store.conversation(conversation_id).message_count
+            )
+        starts = range(0, len(valid), INGEST_BATCH)
+        added = 0
+        counted = self._count_soon(valid[:INGEST_BATCH])
+        for start in starts:
+            batch = valid[start : start + INGEST_BATCH]
+            tokens = counted()
+            # Count the next batch on the pool while this one is written (SQLite and the
+            # tokenizer both release the GIL, so the two overlap on two cores).
+            counted = self._count_soon(valid[start + INGEST_BATCH : start + 2 * INGEST_BATCH])
+            records = [
+                self._record(
+                    m,
+                    conversation_id,
+                    None if position is None else position + start + n,
+                    tokens[n],
+                )
+                for n, m in enumerate(batch)
+            ]
+            added += self.store.append_messages(conversation_id, records)
+        return added
+
+    def _count_soon(self, messages: list[Message]) -> Callable[[], list[int]]:
+        """Token counts of ``messages``, computed now (small batches) or on two pool threads."""
+        count = self.context.count_tokens
+        if len(messages) < PARALLEL_COUNT_MIN:
+            counts = [count(m) for m in messages]
+            return lambda: counts
+        if self._count_pool is None:
+            self._count_pool = ThreadPoolExecutor(2, thread_name_prefix="lcm-count")
+        half = len(messages) // 2
+        futures = [
+            self._count_pool.submit(lambda part: [count(m) for m in part], part)
+            for part in (messages[:half], messages[half:])
+        ]
+        return lambda: [n for future in futures for n in future.result()]
+
+    def _record(
+        self, message: Message, conversation_id: int, position: int | None, tokens: int
+    ) -> NewMessage:
+        uid = message.get("message_uid")
+        if not isinstance(uid, str) or not uid:
+            uid = derived_uid(conversation_id, position or 0, message)
+        stub_tokens = None
+        if message.get("role") == "tool" and tokens > self._large_output_limit():
+            stub = large_output_stub(message, uid, tokens, self.settings.large_output_preview_chars)
+            stub_tokens = self.context.count_tokens(stub)
+        return to_new_message(message, uid, tokens, time.time(), stub_tokens)
+
+    def _large_output_limit(self) -> int:
+        """The configured threshold, or half the conversation's room in a request when that is
+        smaller: a tool output that cannot fit next to its turn is useless inline."""
+        limit = self.settings.large_output_tokens
+        return min(limit, max(256, self._room // 2)) if self._room else limit
+
+    def _catch_up(self, messages: Sequence[Any], limit: int | None = CATCH_UP_LIMIT) -> int:
+        """Store the live view's messages the engine lacks, each in its history position;
+        returns how many. A kill between the host's commit and our ingest leaves such a gap,
+        and on resume the next message is ingested before it.
+
+        After one check only the messages past the checked mark are looked up (one index
+        look-up per uid: O(new messages)). Without a mark (a new process, a rewritten view)
+        the view is walked back from the newest message until a known uid was met and as
+        many unknown ones were found as the view holds more uids than the store.
+        """
+        if not messages:
+            return 0
+        conversation_id = self._conversation()
+        start = self._checked_through(messages)
+        if start is not None:
+            missing = [
+                i
+                for i in range(start, len(messages))
+                if (uid := _uid(messages[i])) and not self.store.known_uid(conversation_id, uid)
+            ]
+        else:
+            missing = self._walk_back(messages, conversation_id, limit)
+        added = self._insert_missing(messages, missing, conversation_id) if missing else 0
+        newest = next((i for i in range(len(messages) - 1, -1, -1) if _uid(messages[i])), None)
+        self._checked = None if newest is None else (newest, _uid(messages[newest]))
+        return added
+
+    def _checked_through(self, messages: Sequence[Any]) -> int | None:
+        """Index after the checked mark, when the view still holds it there."""
+        if self._checked is None:
+            return None
+        index, uid = self._checked
+        if index < len(messages) and _uid(messages[index]) == uid:
+            return index + 1
+        return None
+
+    def _walk_back(
+        self, messages: Sequence[Any], conversation_id: int, limit: int | None
+    ) -> list[int]:
+        """Indexes (oldest first) of the view's messages whose uids are not stored."""
+        uids = {u for m in messages if (u := _uid(m))}
+        expected = len(uids) - self.store.conversation(conversation_id).message_count
+        missing: list[int] = []
+        seen: set[str] = set()
+        met_known = False
+        for i in range(len(messages) - 1, -1, -1):
+            uid = _uid(messages[i])
+            if not uid or uid in seen:
+                continue
+            seen.add(uid)
+            if self.store.known_uid(conversation_id, uid):
+                met_known = True
+            else:
+                missing.append(i)
+            if met_known and len(missing) >= expected:
+                break
+            if limit is not None and len(seen) >= limit:
+                break
+        missing.reverse()
+        return missing
+
+    def _insert_missing(
+        self, messages: Sequence[Any], missing: list[int], conversation_id: int
+    ) -> int:
+        """Store runs of missing messages, each right after its stored predecessor."""
+        insert = getattr(self.store, "insert_messages_after", None)
+        if insert is None and not self._warned_no_insert:
+            self._warned_no_insert = True
+            _log.warning("lcm: this store cannot insert in place; missed messages are appended")
+        wanted = set(missing)
+        added = 0
+        run: list[int] = []
+        for i in missing:
+            if run and any(_uid(messages[j]) and j not in wanted for j in range(run[-1] + 1, i)):
+                added += self._insert_run(messages, run, conversation_id, insert)
+                run = []
+            run.append(i)
+        added += self._insert_run(messages, run, conversation_id, insert)
+        return added
+
+    def _insert_run(
+        self,
+        messages: Sequence[Any],
+        run: list[int],
+        conversation_id: int,
+        insert: Callable[..., int] | None,
+    ) -> int:
+        before = next((u for j in range(run[0] - 1, -1, -1) if (u := _uid(messages[j]))), None)
+        records = [
+            self._record(messages[i], conversation_id, None, self.context.count_tokens(messages[i]))
+            for i in run
+        ]
+        if insert is None:
+            return self.store.append_messages(conversation_id, records)
+        return insert(conversation_id, before, records)
+
+    # Tools.
+
+    def get_tool_schemas(self) -> list[dict[str, Any]]:
+        return json.loads(json.dumps(TOOL_SCHEMAS))
+
+    def handle_tool_call(self, name: str, args: dict[str, Any], **kwargs: Any) -> str:
+        """Run a recall tool; every failure is a JSON error, never an exception."""
+        if name not in TOOL_NAMES:
+            return json.dumps({"error": f"Unknown context engine tool: {name}"})
+        if isinstance(args, str):
+            try:
+                args = json.loads(args) if args.strip() else {}
+            except json.JSONDecodeError as exc:
+                return json.dumps({"error": f"{name}: arguments are not valid JSON: {exc}"})
+        try:
+            runner = ToolRunner(self.store, self.settings, self.context.count_tokens)
+            result = runner.run(name, args, self._access())
+        except Exception as exc:  # a tool must never take the agent down
+            _log.exception("lcm: tool %s failed", name)
+            result = {"error": f"{name} failed: {type(exc).__name__}: {exc}"}
+        return json.dumps(result, ensure_ascii=False)
+
+    def _access(self) -> Access:
+        session = self._session_id or DEFAULT_SESSION_ID
+        self._conversation()
+        own = self.store.session_conversation_ids(session)
+        access = Access(own=own)
+        for grant in self.store.active_grants(session, time.time()):
+            for conversation_id in grant.conversation_ids:
+                if conversation_id not in own:
+                    access.grants.setdefault(conversation_id, grant)
+        return access
+
+    # Status.
+
+    def get_status(self) -> dict[str, Any]:
+        status = super().get_status()
+        store = self.store
+        path = store.path
+        if path not in _INTEGRITY:
+            _INTEGRITY[path] = store.integrity_check()
+        status.update(
+            store_path=path,
+            store_bytes=store.size_bytes(),
+            integrity=_INTEGRITY[path],
+            session_id=self._session_id,
+            **store.stats(self._conversation()),
+        )
+        return status
+
+
+def _uid(message: Any) -> str | None:
+    """The message's uid, or None (not a message dict, or never stored by the host)."""
+    if not isinstance(message, dict):
+        return None
+    uid = message.get("message_uid")
+    return uid if isinstance(uid, str) and uid else None
+
+
+def _leading_system(messages: Sequence[Any]) -> list[Message]:
+    head = []
+    for message in messages:
+        if not isinstance(message, dict) or message.get("role") != "system":
+            break
+        head.append(message)
+    return head
+
+
+def _measure_list_overhead(count: Callable[[Any], int]) -> int | None:
+    """The constant a list count adds to the sum of its messages, or None if there is none."""
+    a = {"role": "user", "content": "alpha beta"}
+    b = {"role": "assistant", "content": "gamma"}
+    overhead = count([a]) - count(a)
+    if count([a, b]) != count(a) + count(b) + overhead or count([]) != overhead:
+        return None
+    return overhead
+
+
+def _count_head(head: list[Message], context: EngineContext) -> int:
+    return context.count_tokens(head) if head else 0
+
+
+def _fresh_copy(result: AssembleResult) -> AssembleResult:
+    """An equal result whose list and dicts the host may modify freely."""
+    return result.model_copy(update={"messages": [dict(m) for m in result.messages]})
+
+
+def _standalone_context() -> EngineContext:
+    """Services for an engine built without a host: tiktoken counting, truncating summaries."""
+    from ctxengine_host.paths import user_data_dir
+    from ctxengine_host.tokens import TokenCounter
+
+    counter = TokenCounter()
+
+    def truncate(content: Any, target_tokens: int, **_: Any) -> SummaryResult:
+        text = (
+            content
+            if isinstance(content, str)
+            else "\n".join(f"{m.get('role')}: {m.get('content') or ''}" for m in content)
+        )
+        cut = text[: max(1, target_tokens) * 4]
+        return SummaryResult(
+            text=cut, level=2, output_tokens=counter.count_text(cut), backend="truncate"
+        )
+
+    return EngineContext(
+        engine_name="lcm",
+        data_dir=user_data_dir() / "engines" / "lcm",
+        count_tokens=counter.count_any,
+        summarize=truncate,
+    )

@@ -1,0 +1,92 @@
+"""Assembly: the active context as one request's messages, within the budget.
+
+Items are kept in context order (summaries first, then raw messages). When they do not
+fit, whole blocks are dropped from the oldest end (summaries first); the newest user
+message is never dropped, and a tool call never loses its results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ctxengine_host.tokens import REPLY_PRIMER_TOKENS
+
+Message = dict[str, Any]
+
+SYSTEM_PROMPT_ADDITION = (
+    "Lossless context: earlier parts of this conversation appear as [Summary sum_N ...] "
+    "entries; every original message is still stored verbatim. When a detail matters "
+    "(a value, a name, an error, code), recover it instead of guessing: lcm_grep searches "
+    "the full history (full text or regex), lcm_expand(id) returns a summary's sources or a "
+    "message verbatim, lcm_describe(id) shows an id's metadata and lineage."
+)
+
+
+def blocks_of(messages: Sequence[Message], tokens: Sequence[int]) -> list[tuple[int, int, int]]:
+    """Atomic blocks as (start, end, tokens): a tool-calling assistant with its results."""
+    blocks: list[tuple[int, int, int]] = []
+    for i, message in enumerate(messages):
+        joins = (
+            message.get("role") == "tool"
+            and blocks
+            and messages[blocks[-1][0]].get("role") == "assistant"
+            and messages[blocks[-1][0]].get("tool_calls")
+        )
+        if joins:
+            start, _, total = blocks[-1]
+            blocks[-1] = (start, i + 1, total + tokens[i])
+        else:
+            blocks.append((i, i + 1, tokens[i]))
+    return blocks
+
+
+def fit_to_budget(
+    head: list[Message],
+    items: list[Message],
+    item_tokens: list[int],
+    budget: int,
+    count: Callable[[list[Message]], int],
+    finalize: Callable[[list[Message]], list[Message]] = list,
+) -> tuple[list[Message], int]:
+    """``head`` plus the newest blocks of ``items`` that fit ``budget``; returns (messages, tokens).
+
+    Per-item counts choose what to drop; ``finalize`` shapes the kept items (e.g. merges
+    the summaries into one message) and the final figure is counted exactly on the result.
+    """
+    blocks = blocks_of(items, item_tokens)
+    newest_user = next(
+        (b for b in range(len(blocks) - 1, -1, -1) if items[blocks[b][0]].get("role") == "user"),
+        None,
+    )
+    head_tokens = count(head) - REPLY_PRIMER_TOKENS if head else 0
+    keep = list(range(len(blocks)))
+    total = head_tokens + sum(b[2] for b in blocks) + REPLY_PRIMER_TOKENS
+
+    def droppable() -> int | None:
+        # The newest block and the newest user message always stay.
+        return next((k for k in keep[:-1] if k != newest_user), None)
+
+    while True:
+        while total > budget and (victim := droppable()) is not None:
+            keep.remove(victim)
+            total -= blocks[victim][2]
+        messages = head + finalize([m for k in keep for m in items[blocks[k][0] : blocks[k][1]]])
+        exact = count(messages)
+        if exact <= budget or droppable() is None:
+            return messages, exact
+        # Per-item counts undershot the exact figure: go on from the exact one.
+        total = exact
+
+
+def merge_leading(
+    messages: list[Message], is_summary: Callable[[Message], bool], role: str
+) -> list[Message]:
+    """The leading summary messages joined into one message (oldest first), the rest unchanged."""
+    n = 0
+    while n < len(messages) and is_summary(messages[n]):
+        n += 1
+    if n == 0:
+        return list(messages)
+    merged = {"role": role, "content": "\n\n".join(m["content"] for m in messages[:n])}
+    return [merged, *messages[n:]]

@@ -1,0 +1,314 @@
+"""Compaction: leaf and condensed passes over a conversation's active context.
+
+Planning is pure (functions of the context items); :class:`Compactor` runs the passes,
+each one a summarizer call followed by one atomic store transaction. A pass reads only
+the active context and the chunk it summarizes, so its cost does not depend on how
+much history the store holds.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .config import MIN_LEAF_SOURCE_TOKENS, LcmConfig
+from .render import context_message, source_block, summary_message
+from .store import ContextItem, LcmStore, NewSummary, StoredSummary
+
+#: Characters per token assumed when a summary must be cut to size deterministically.
+_CHARS_PER_TOKEN = 4
+#: Reference size for planning when the window is unknown.
+_FALLBACK_THRESHOLD = 24_000
+#: A placeholder id of typical width, to count a summary's tokens before it has an id.
+_PLACEHOLDER_ID = 100_000
+
+
+class _NoGain(Exception):
+    """The summary would not be smaller than what it replaces: nothing to commit."""
+
+
+def fresh_tail_start(items: Sequence[ContextItem], config: LcmConfig, threshold: int) -> int:
+    """Index of the first protected item: the newest raw messages, whole user turn included."""
+    newest_user = next((i for i in range(len(items) - 1, -1, -1) if items[i].role == "user"), None)
+    budget = config.fresh_tail_max_fraction * threshold
+    start, count, tokens = len(items), 0, 0
+    while start > 0 and items[start - 1].kind == "message":
+        candidate = items[start - 1]
+        within = count < config.fresh_tail_messages and tokens + candidate.token_count <= budget
+        inside_newest_turn = newest_user is not None and start - 1 >= newest_user
+        if not (within or inside_newest_turn):
+            break
+        start -= 1
+        count += 1
+        tokens += candidate.token_count
+    # Never begin the tail with a tool result whose call would be summarized away.
+    while (
+        0 < start < len(items)
+        and items[start].role == "tool"
+        and items[start - 1].kind == "message"
+    ):
+        start -= 1
+    return start
+
+
+def leaf_chunk(
+    items: Sequence[ContextItem],
+    tail_start: int,
+    chunk_tokens: int,
+    min_tokens: int = MIN_LEAF_SOURCE_TOKENS,
+) -> list[int]:
+    """Indexes of the oldest raw run outside the tail, tool results kept with their call.
+
+    The run stops before the message that would take it over ``chunk_tokens``, unless it
+    is still under ``min_tokens``: a chunk too small to be worth a summary would stall
+    every sweep (e.g. a small message followed by a large one, or a tiny chunk size).
+    """
+    first = next((i for i in range(tail_start) if items[i].kind == "message"), None)
+    if first is None:
+        return []
+    end, tokens = first, 0
+    while end < tail_start and items[end].kind == "message":
+        over = tokens + items[end].token_count > chunk_tokens
+        if end > first and over and tokens >= min_tokens:
+            break
+        tokens += items[end].token_count
+        end += 1
+    while end < tail_start and items[end].kind == "message" and items[end].role == "tool":
+        end += 1
+    return list(range(first, end))
+
+
+def condense_run(items: Sequence[ContextItem], fanin: int, under_pressure: bool) -> list[int]:
+    """Summaries to condense next, oldest first.
+
+    Normally ``fanin`` consecutive summaries of one depth. Under pressure (summaries over
+    their budget) the oldest consecutive pair of one depth, and only when every depth is
+    distinct the two oldest summaries: merges stay balanced like a binary counter, so the
+    DAG grows logarithmically deep rather than into one long chain.
+    """
+    runs: list[list[int]] = []
+    for i, item in enumerate(items):
+        if item.kind == "summary":
+            if runs and runs[-1][-1] == i - 1:
+                runs[-1].append(i)
+            else:
+                runs.append([i])
+    for width in (fanin, 2) if under_pressure else (fanin,):
+        for run in runs:
+            for start in range(len(run) - width + 1):
+                window = run[start : start + width]
+                if len({items[i].depth for i in window}) == 1:
+                    return window
+    if under_pressure:
+        for run in runs:
+            if len(run) >= 2:
+                return run[:2]
+    return []
+
+
+@dataclass
+class SweepReport:
+    """What one sweep did."""
+
+    passes: int = 0
+    leaf_passes: int = 0
+    condensed_passes: int = 0
+    tokens_before: int = 0
+    tokens_after: int = 0
+    summary_ids: list[int] = field(default_factory=list)
+    stopped: str | None = None
+    error: str | None = None
+
+
+class Compactor:
+    """Runs sweeps for one engine clone; the summarizer and counter come from the host."""
+
+    def __init__(self, store: LcmStore, config: LcmConfig, context: Any) -> None:
+        self.store = store
+        self.config = config
+        self.context = context
+
+    def sweep(
+        self,
+        conversation_id: int,
+        threshold: int,
+        force: bool = False,
+        focus_topic: str | None = None,
+        deadline: float | None = None,
+    ) -> SweepReport:
+        """Compact until the context is under target, within the pass and time limits."""
+        cfg = self.config
+        conversation = self.store.conversation(conversation_id)
+        report = SweepReport(tokens_before=conversation.context_tokens)
+        reference = threshold or (conversation.context_tokens if force else _FALLBACK_THRESHOLD)
+        target = int(reference * cfg.compact_target_fraction)
+        summary_budget = int(reference * cfg.summary_budget_fraction)
+        while report.passes < cfg.max_passes_per_sweep:
+            if deadline is not None and time.monotonic() >= deadline:
+                report.stopped = "deadline"
+                break
+            items = self.store.context_items(conversation_id)
+            total = sum(i.token_count for i in items)
+            summary_tokens = sum(i.token_count for i in items if i.kind == "summary")
+            run = condense_run(items, cfg.condense_fanin, summary_tokens > summary_budget)
+            chunk: list[int] = []
+            if not run and (total > target or (force and report.leaf_passes == 0)):
+                tail = fresh_tail_start(items, cfg, reference)
+                chunk = leaf_chunk(items, tail, cfg.leaf_chunk_tokens)
+                if sum(items[i].token_count for i in chunk) < MIN_LEAF_SOURCE_TOKENS:
+                    chunk = []  # a summary (with its header) would not be smaller
+            if not run and not chunk:
+                report.stopped = "done" if total <= target else "nothing-compactable"
+                break
+            try:
+                if run:
+                    new_id = self._condense(
+                        conversation_id, [items[i] for i in run], focus_topic, deadline
+                    )
+                else:
+                    new_id = self._leaf(
+                        conversation_id, [items[i] for i in chunk], focus_topic, deadline
+                    )
+            except _NoGain:
+                report.stopped = "no-gain"
+                break
+            except Exception as exc:
+                # A summarizer that fails for good ends the sweep, not the turn.
+                report.error = f"{type(exc).__name__}: {exc}"
+                report.stopped = "summarizer-error"
+                break
+            if new_id is None:
+                report.stopped = (
+                    "deadline" if deadline and time.monotonic() >= deadline else "raced"
+                )
+                break
+            report.passes += 1
+            report.summary_ids.append(new_id)
+            if run:
+                report.condensed_passes += 1
+            else:
+                report.leaf_passes += 1
+        else:
+            report.stopped = "pass-limit"
+        report.tokens_after = self.store.conversation(conversation_id).context_tokens
+        return report
+
+    def _leaf(
+        self,
+        conversation_id: int,
+        chunk: list[ContextItem],
+        focus_topic: str | None,
+        deadline: float | None,
+    ) -> int | None:
+        stored = self.store.messages_by_id(i.ref_id for i in chunk)
+        ordered = [stored[i.ref_id] for i in chunk]
+        messages = [context_message(m, self.config.large_output_preview_chars) for m in ordered]
+        for message in messages:
+            message.pop("message_uid", None)
+        source_tokens = sum(i.token_count for i in chunk)
+        text, level = self._summarize(
+            messages, self.config.leaf_target_tokens, source_tokens, focus_topic
+        )
+        draft = NewSummary(
+            kind="leaf",
+            depth=0,
+            content=text,
+            token_count=0,
+            earliest_at=min(m.created_at for m in ordered),
+            latest_at=max(m.created_at for m in ordered),
+            first_seq=ordered[0].seq,
+            last_seq=ordered[-1].seq,
+            descendant_messages=len(ordered),
+            descendant_summaries=0,
+            source_tokens=sum(m.token_count for m in ordered),
+            summarizer_level=level,
+            source_ids=tuple(m.id for m in ordered),
+        )
+        return self._commit(conversation_id, chunk, draft, deadline)
+
+    def _condense(
+        self,
+        conversation_id: int,
+        run: list[ContextItem],
+        focus_topic: str | None,
+        deadline: float | None,
+    ) -> int | None:
+        found = self.store.summaries_by_id(i.ref_id for i in run)
+        sources = [found[i.ref_id] for i in run]
+        source_tokens = sum(i.token_count for i in run)
+        text, level = self._summarize(
+            "\n\n".join(source_block(s) for s in sources),
+            self.config.condensed_target_tokens,
+            source_tokens,
+            focus_topic,
+        )
+        draft = NewSummary(
+            kind="condensed",
+            depth=max(s.depth for s in sources) + 1,
+            content=text,
+            token_count=0,
+            earliest_at=min(s.earliest_at for s in sources),
+            latest_at=max(s.latest_at for s in sources),
+            first_seq=min(s.first_seq for s in sources),
+            last_seq=max(s.last_seq for s in sources),
+            descendant_messages=sum(s.descendant_messages for s in sources),
+            descendant_summaries=sum(s.descendant_summaries + 1 for s in sources),
+            source_tokens=source_tokens,
+            summarizer_level=level,
+            source_ids=tuple(s.id for s in sources),
+        )
+        return self._commit(conversation_id, run, draft, deadline)
+
+    def _commit(
+        self,
+        conversation_id: int,
+        items: list[ContextItem],
+        draft: NewSummary,
+        deadline: float | None,
+    ) -> int | None:
+        placeholder = StoredSummary(
+            _PLACEHOLDER_ID, conversation_id, draft.kind, draft.depth, draft.content, 0,
+            draft.earliest_at, draft.latest_at, draft.first_seq, draft.last_seq,
+            draft.descendant_messages, draft.descendant_summaries, draft.source_tokens, 0.0,
+            draft.summarizer_level,
+        )  # fmt: skip
+        tokens = self.context.count_tokens(summary_message(placeholder, self.config.summary_role))
+        if tokens >= sum(i.token_count for i in items):
+            raise _NoGain
+        summary = NewSummary(**{**draft.__dict__, "token_count": tokens})
+        return self.store.replace_with_summary(conversation_id, items, summary, deadline)
+
+    def _summarize(
+        self,
+        content: str | list[dict[str, Any]],
+        target_tokens: int,
+        source_tokens: int,
+        focus_topic: str | None,
+    ) -> tuple[str, int]:
+        """Summary text and escalation level; always smaller than the source, so sweeps converge."""
+        result = self.context.summarize(
+            content, target_tokens=target_tokens, focus_topic=focus_topic
+        )
+        text = (result.text or "").strip()
+        level = int(result.level)
+        limit = max(16, min(int(target_tokens * 1.5), source_tokens // 2))
+        if not text or self.context.count_tokens(text) > limit:
+            text = _cut_to_tokens(text or _as_text(content), limit, self.context.count_tokens)
+            level = 2
+        return text, level
+
+
+def _as_text(content: str | list[dict[str, Any]]) -> str:
+    if isinstance(content, str):
+        return content
+    return "\n".join(f"{m.get('role')}: {m.get('content') or ''}" for m in content)
+
+
+def _cut_to_tokens(text: str, limit: int, count: Any) -> str:
+    """A deterministic prefix of ``text`` within ``limit`` tokens (the last-resort summary)."""
+    cut = text[: limit * _CHARS_PER_TOKEN]
+    while cut and count(cut) > limit:
+        cut = cut[: int(len(cut) * 0.8)]
+    return cut + " […]"

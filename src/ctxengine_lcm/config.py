@@ -1,0 +1,90 @@
+"""The ``[engines.lcm]`` block: validated settings and where the database lives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+DEFAULT_DATABASE_NAME = "lcm.db"
+#: A leaf pass over fewer tokens than this would not shrink the context (a summary with its
+#: header costs about as much); also the smallest allowed ``leaf_chunk_tokens``.
+MIN_LEAF_SOURCE_TOKENS = 256
+
+
+class LcmConfig(BaseModel):
+    """Settings of the LCM engine; every key has a default that works out of the box."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    #: A file path, ``sqlite:///path``, or empty for ``<data dir>/lcm.db``.
+    database: str | None = None
+    #: Raw messages at the end of the context that compaction never touches.
+    fresh_tail_messages: int = Field(64, ge=1)
+    #: The fresh tail stops growing at this share of the threshold (the newest user turn is
+    #: always kept whole).
+    fresh_tail_max_fraction: float = Field(0.5, gt=0, le=1)
+    #: Largest raw chunk one leaf summary covers (a chunk still grows past it, by one
+    #: message, when it would otherwise stay under MIN_LEAF_SOURCE_TOKENS).
+    leaf_chunk_tokens: int = Field(20_000, ge=MIN_LEAF_SOURCE_TOKENS)
+    leaf_target_tokens: int = Field(1_000, ge=32)
+    condensed_target_tokens: int = Field(1_200, ge=32)
+    #: Same-depth summaries that are condensed into one summary of the next depth.
+    condense_fanin: int = Field(4, ge=2)
+    #: Summaries may use at most this share of the threshold; beyond it the oldest ones are
+    #: condensed whatever their depth, so the whole history stays represented.
+    summary_budget_fraction: float = Field(0.25, gt=0, le=1)
+    #: A sweep stops once the active context is under this share of the threshold.
+    compact_target_fraction: float = Field(0.6, gt=0, le=1)
+    max_passes_per_sweep: int = Field(24, ge=1)
+    #: Tool results above this size are kept outside the active context, referenced by id.
+    large_output_tokens: int = Field(25_000, ge=64)
+    large_output_preview_chars: int = Field(600, ge=0)
+    #: Role of the one message that carries the summaries in an assembled request ("system"
+    #: only for hosts that keep several leading system messages).
+    summary_role: str = Field("user", pattern="^(system|user)$")
+    grep_default_limit: int = Field(20, ge=1)
+    grep_max_limit: int = Field(100, ge=1)
+    grep_max_rows_scanned: int = Field(20_000, ge=1)
+    grep_regex_timeout_seconds: float = Field(2.0, gt=0)
+    grep_max_pattern_chars: int = Field(1_000, ge=1)
+    #: Hits on texts up to this size are returned whole, longer ones as a snippet.
+    grep_whole_text_chars: int = Field(600, ge=0)
+    #: Relevance ranking looks at this many of the newest full-text matches at most.
+    grep_relevance_window: int = Field(20_000, ge=100)
+    #: Default cap when expanding a summary; a single message defaults to expand_max_tokens
+    #: so that most messages come back whole in one call (larger ones are paged).
+    expand_default_tokens: int = Field(4_000, ge=64)
+    expand_max_tokens: int = Field(16_000, ge=64)
+    tool_output_max_chars: int = Field(64_000, ge=1_000)
+    subagent_max_depth: int = Field(2, ge=0)
+    subagent_token_cap: int = Field(20_000, ge=0)
+    busy_timeout_seconds: float = Field(30.0, gt=0)
+
+    @model_validator(mode="after")
+    def _limits_consistent(self) -> LcmConfig:
+        if self.grep_default_limit > self.grep_max_limit:
+            raise ValueError("grep_default_limit must not exceed grep_max_limit")
+        if self.expand_default_tokens > self.expand_max_tokens:
+            raise ValueError("expand_default_tokens must not exceed expand_max_tokens")
+        return self
+
+
+def resolve_database_path(database: str | None, data_dir: Path) -> Path:
+    """The SQLite file for ``database`` (``data_dir/lcm.db`` when unset).
+
+    ``postgresql://`` URLs never get here (:mod:`ctxengine_lcm.backend`); other schemes are
+    refused with the fix.
+    """
+    if not database:
+        return Path(data_dir) / DEFAULT_DATABASE_NAME
+    if database.startswith("sqlite:///"):
+        return Path(database[len("sqlite:///") :]).expanduser()
+    if "://" in database:
+        scheme = database.split("://", 1)[0]
+        raise ValueError(
+            f"[engines.lcm] database: the '{scheme}' backend is not supported by this version; "
+            "use a file path, sqlite:///path or postgresql://HOST/DATABASE"
+        )
+    return Path(database).expanduser()

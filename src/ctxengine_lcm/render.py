@@ -1,0 +1,142 @@
+"""Conversions between chat messages, stored rows and what the model sees.
+
+A stored message keeps its searchable text in ``content`` and everything else of the
+original dict in ``extra_json``, so the dict comes back verbatim. Summaries and large
+tool outputs are shown to the model as short messages that name the id to expand.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from ctxengine_host.messages import content_text
+
+from .store import NewMessage, StoredMessage, StoredSummary
+
+Message = dict[str, Any]
+
+SUMMARY_PREFIX = "sum_"
+MESSAGE_PREFIX = "msg_"
+
+
+def summary_ref(summary_id: int) -> str:
+    return f"{SUMMARY_PREFIX}{summary_id}"
+
+
+def message_ref(message_id: int) -> str:
+    return f"{MESSAGE_PREFIX}{message_id}"
+
+
+def iso_time(epoch: float) -> str:
+    """A compact UTC timestamp for the model and tool results."""
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def derived_uid(conversation_id: int, position: int, message: Message) -> str:
+    """A stable uid for a message the host has not stored yet (same history, same uid)."""
+    digest = hashlib.sha256(
+        json.dumps(
+            [conversation_id, position, message.get("role"), content_text(message)],
+            ensure_ascii=False,
+        ).encode()
+    )
+    return digest.hexdigest()[:32]
+
+
+def to_new_message(
+    message: Message,
+    uid: str,
+    token_count: int,
+    created_at: float,
+    stub_tokens: int | None,
+) -> NewMessage:
+    """Split ``message`` into stored columns; ``stub_tokens`` set means kept outside context."""
+    content = message.get("content")
+    if isinstance(content, str):
+        extra = {k: v for k, v in message.items() if k != "content"}
+        text = content
+    else:
+        extra = dict(message)
+        text = content_text(message)
+    role = message.get("role")
+    calls = message.get("tool_calls") or []
+    names = [
+        str(c.get("function", {}).get("name", ""))
+        for c in calls
+        if isinstance(c, dict) and isinstance(c.get("function"), dict)
+    ]
+    tool_name = ",".join(n for n in names if n) or (
+        message.get("name") if isinstance(message.get("name"), str) else None
+    )
+    tool_call_id = message.get("tool_call_id")
+    return NewMessage(
+        message_uid=uid,
+        role=role if isinstance(role, str) else str(role),
+        content=text,
+        extra_json=json.dumps(extra, ensure_ascii=False, default=str),
+        tool_call_id=tool_call_id if isinstance(tool_call_id, str) else None,
+        tool_name=tool_name or None,
+        token_count=token_count,
+        context_tokens=stub_tokens if stub_tokens is not None else token_count,
+        externalized=stub_tokens is not None,
+        created_at=created_at,
+    )
+
+
+def verbatim_message(stored: StoredMessage) -> Message:
+    """The original message dict, exactly as it was ingested (uid included)."""
+    message = json.loads(stored.extra_json)
+    if "content" not in message:
+        message["content"] = stored.content
+    message.setdefault("message_uid", stored.message_uid)
+    return message
+
+
+def large_output_stub(message: Message, uid: str, token_count: int, preview_chars: int) -> Message:
+    """What the active context holds instead of a large tool output."""
+    text = content_text(message)
+    preview = text[:preview_chars]
+    stub = {k: v for k, v in message.items() if k != "content"}
+    stub["content"] = (
+        f"[Large tool output kept outside the context: {token_count} tokens, {len(text)} "
+        f'characters. Read it with lcm_expand(id="{uid}") (paged) or search it with '
+        f"lcm_grep.]\n{preview}" + ("\n[…]" if len(text) > preview_chars else "")
+    )
+    return stub
+
+
+def context_message(stored: StoredMessage, preview_chars: int) -> Message:
+    """The message as the active context shows it (a stub for a large output)."""
+    message = verbatim_message(stored)
+    if stored.externalized:
+        return large_output_stub(message, stored.message_uid, stored.token_count, preview_chars)
+    return message
+
+
+def summary_header(summary: StoredSummary) -> str:
+    return (
+        f"[Summary {summary_ref(summary.id)} | {summary.kind}, depth {summary.depth} | "
+        f"messages #{summary.first_seq}-#{summary.last_seq} "
+        f"({summary.descendant_messages} messages) | "
+        f"{iso_time(summary.earliest_at)} to {iso_time(summary.latest_at)}]"
+    )
+
+
+def summary_text(summary: StoredSummary, content: str | None = None) -> str:
+    """The text of a summary as the model sees it: header, content, how to expand."""
+    body = summary.content if content is None else content
+    return (
+        f'{summary_header(summary)}\n{body}\n[Details: lcm_expand(id="{summary_ref(summary.id)}")]'
+    )
+
+
+def summary_message(summary: StoredSummary, role: str) -> Message:
+    return {"role": role, "content": summary_text(summary)}
+
+
+def source_block(summary: StoredSummary) -> str:
+    """One source summary as input to a condensed summary."""
+    return f"{summary_header(summary)}\n{summary.content}"

@@ -1,0 +1,170 @@
+"""Search helpers: safe FTS5 queries, time arguments, bounded regex scans and snippets."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import regex
+
+from .store import SearchHit
+
+_WORD = re.compile(r"\w", re.UNICODE)
+#: A quoted phrase, or a run of non-space characters.
+_TOKEN = re.compile(r'"([^"]*)"|(\S+)')
+#: One operand of a built query: a quoted phrase, optionally a prefix (``"fact" *``).
+_OPERAND = re.compile(r'"(?:[^"]|"")*"(?: \*)?')
+OPERATORS = ("AND", "OR", "NOT")
+#: Characters of context shown either side of a regex match.
+SNIPPET_RADIUS = 120
+
+
+class QuerySyntaxError(ValueError):
+    """The search text uses an operator in a way that has no meaning; the message says why."""
+
+
+@dataclass(frozen=True)
+class FtsQuery:
+    """A full-text query built from user text, safe to pass to FTS5 ``MATCH``.
+
+    ``expression`` only ever holds quoted operands, ``*`` after a quoted operand and the
+    operators AND / OR / NOT between operands: nothing in the user's text can change its
+    structure (column filters, NEAR, parentheses and stray quotes are matched as words).
+    """
+
+    expression: str
+    #: The operands in order (each a valid query on its own).
+    operands: tuple[str, ...]
+    #: True when the user wrote an operator (AND, OR, NOT); plain words are joined by OR.
+    explicit: bool
+
+
+def fts_query(text: str) -> FtsQuery | None:
+    """The query for ``text``; None if it has no words.
+
+    Words and "quoted phrases" are alternatives (OR): a natural-language question need not
+    match every word; ranking puts texts with more and rarer terms first. Uppercase AND,
+    OR and NOT between two terms keep their FTS5 meaning (NOT binds tightest, then AND,
+    then OR); ``word*`` matches a prefix. An operator with nothing on one side is ignored,
+    except a leading NOT, which would exclude from nothing (an error naming the fix).
+    """
+    # SQLite reads the query as a C string: a NUL would cut it short.
+    text = text.replace("\x00", " ")
+    parts: list[str] = []
+    operands: list[str] = []
+    pending: str | None = None
+    explicit = False
+    for match in _TOKEN.finditer(text):
+        phrase, word = match.group(1), match.group(2)
+        if word in OPERATORS:
+            if not operands:
+                if word == "NOT":
+                    raise QuerySyntaxError("NOT needs a term before it, e.g. 'timeout NOT retry'")
+                continue
+            pending, explicit = word, True
+            continue
+        raw = phrase if phrase is not None else word
+        prefix = phrase is None and raw.endswith("*") and bool(_WORD.search(raw.rstrip("*")))
+        raw = raw.rstrip("*") if prefix else raw
+        if not _WORD.search(raw):
+            continue
+        operand = '"' + raw.replace('"', '""') + '"' + (" *" if prefix else "")
+        if operands:
+            parts.append(pending or "OR")
+        parts.append(operand)
+        operands.append(operand)
+        pending = None
+    if not operands:
+        return None
+    return FtsQuery(" ".join(parts), tuple(operands), explicit)
+
+
+def query_operands(expression: str) -> list[str]:
+    """The operands of an expression built by :func:`fts_query`, each a query of its own."""
+    return _OPERAND.findall(expression)
+
+
+def parse_time(value: object, name: str) -> float | None:
+    """Epoch seconds from a number or an ISO 8601 string (UTC when no offset is given)."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        raise ValueError(f"'{name}' must be an ISO 8601 time or epoch seconds, not a boolean")
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise ValueError(
+                f"'{name}' is not an ISO 8601 time (got {value!r}); use e.g. 2026-01-31T12:00:00Z"
+            ) from None
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=UTC)
+        return parsed.timestamp()
+    raise ValueError(
+        f"'{name}' must be an ISO 8601 time or epoch seconds (got {type(value).__name__})"
+    )
+
+
+@dataclass
+class RegexScan:
+    """The outcome of a bounded regex scan."""
+
+    hits: list[tuple[SearchHit, str, int]] = field(default_factory=list)
+    rows_scanned: int = 0
+    timed_out: bool = False
+
+
+def regex_scan(
+    pattern: regex.Pattern[str],
+    rows: Iterable[SearchHit],
+    limit: int,
+    deadline: float,
+    whole_chars: int,
+) -> RegexScan:
+    """Match ``pattern`` against rows until ``limit`` hits, the rows run out, or ``deadline``.
+
+    Each search gets the time left as the regex module's timeout, so a catastrophic
+    pattern stops at the deadline instead of hanging the tool.
+    """
+    scan = RegexScan()
+    for row in rows:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            scan.timed_out = True
+            break
+        scan.rows_scanned += 1
+        try:
+            match = pattern.search(row.text, timeout=remaining)
+        except TimeoutError:
+            scan.timed_out = True
+            break
+        if match is None:
+            continue
+        try:
+            count = sum(
+                1
+                for _ in pattern.finditer(row.text, timeout=max(0.001, deadline - time.monotonic()))
+            )
+        except TimeoutError:
+            count = 1
+        scan.hits.append(
+            (row, regex_snippet(row.text, match.start(), match.end(), whole_chars), count)
+        )
+        if len(scan.hits) >= limit:
+            break
+    return scan
+
+
+def regex_snippet(text: str, start: int, end: int, whole_chars: int) -> str:
+    """A short text whole; else the match with some context either side, unmarked so that
+    values can be copied exactly."""
+    if len(text) <= whole_chars:
+        return text
+    left = max(0, start - SNIPPET_RADIUS)
+    right = min(len(text), max(end, start + 2 * SNIPPET_RADIUS) + SNIPPET_RADIUS)
+    return ("…" if left else "") + text[left:right] + ("…" if right < len(text) else "")

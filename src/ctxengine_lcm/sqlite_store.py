@@ -1,0 +1,905 @@
+"""The SQLite implementation of :class:`~ctxengine_lcm.store.LcmStore`.
+
+One file in WAL mode; each engine clone holds one connection guarded by a lock, so any
+pool thread may call it. Writes run in ``BEGIN IMMEDIATE`` transactions: a compaction
+step (summary row, lineage links, the context items it replaces, the running totals)
+commits as one unit. Nothing here scans a conversation's whole history: the active
+context, lineage and search all go through indexes.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Literal
+
+from .faults import fault_point
+from .search import query_operands
+from .store import (
+    ContextItem,
+    Conversation,
+    Grant,
+    NewMessage,
+    NewSummary,
+    SearchHit,
+    StoredMessage,
+    StoredSummary,
+    SummaryKind,
+)
+from .store_common import (
+    DeadlinePassed,
+    StoreCommon,
+    first_unseen,
+    grant_insert_params,
+    message_from_row,
+    run_unchanged,
+    scan_hits,
+    stats_report,
+    summary_insert_params,
+)
+
+SCHEMA_VERSION = "1"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS conversations(
+    id INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    generation INTEGER NOT NULL,
+    is_current INTEGER NOT NULL DEFAULT 1,
+    created_at REAL NOT NULL,
+    context_tokens INTEGER NOT NULL DEFAULT 0,
+    context_version INTEGER NOT NULL DEFAULT 0,
+    message_count INTEGER NOT NULL DEFAULT 0,
+    next_ordinal INTEGER NOT NULL DEFAULT 0,
+    UNIQUE(session_id, generation)
+);
+CREATE TABLE IF NOT EXISTS messages(
+    id INTEGER PRIMARY KEY,
+    conversation_id INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    message_uid TEXT NOT NULL,
+    role TEXT NOT NULL,
+    content TEXT NOT NULL,
+    extra_json TEXT NOT NULL,
+    tool_call_id TEXT,
+    tool_name TEXT,
+    token_count INTEGER NOT NULL,
+    context_tokens INTEGER NOT NULL,
+    externalized INTEGER NOT NULL DEFAULT 0,
+    created_at REAL NOT NULL,
+    UNIQUE(conversation_id, message_uid),
+    UNIQUE(conversation_id, seq)
+);
+CREATE TABLE IF NOT EXISTS summaries(
+    id INTEGER PRIMARY KEY,
+    conversation_id INTEGER NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('leaf', 'condensed')),
+    depth INTEGER NOT NULL,
+    content TEXT NOT NULL,
+    token_count INTEGER NOT NULL,
+    earliest_at REAL NOT NULL,
+    latest_at REAL NOT NULL,
+    first_seq INTEGER NOT NULL,
+    last_seq INTEGER NOT NULL,
+    descendant_messages INTEGER NOT NULL,
+    descendant_summaries INTEGER NOT NULL,
+    source_tokens INTEGER NOT NULL,
+    created_at REAL NOT NULL,
+    summarizer_level INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS summaries_by_conversation ON summaries(conversation_id, id);
+CREATE TABLE IF NOT EXISTS summary_messages(
+    summary_id INTEGER NOT NULL,
+    ord INTEGER NOT NULL,
+    message_id INTEGER NOT NULL UNIQUE,
+    PRIMARY KEY(summary_id, ord)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS summary_sources(
+    summary_id INTEGER NOT NULL,
+    ord INTEGER NOT NULL,
+    source_id INTEGER NOT NULL UNIQUE,
+    PRIMARY KEY(summary_id, ord)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS context_items(
+    conversation_id INTEGER NOT NULL,
+    ordinal INTEGER NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('message', 'summary')),
+    ref_id INTEGER NOT NULL,
+    token_count INTEGER NOT NULL,
+    depth INTEGER NOT NULL,
+    role TEXT NOT NULL,
+    PRIMARY KEY(conversation_id, ordinal)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS grants(
+    id INTEGER PRIMARY KEY,
+    child_session_id TEXT NOT NULL,
+    parent_session_id TEXT NOT NULL,
+    max_depth INTEGER NOT NULL,
+    token_cap INTEGER NOT NULL,
+    tokens_used INTEGER NOT NULL DEFAULT 0,
+    expires_at REAL,
+    created_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS grants_by_child ON grants(child_session_id);
+CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(
+    content, content='messages', content_rowid='id',
+    tokenize='porter unicode61 remove_diacritics 2'
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS summaries_fts USING fts5(
+    content, content='summaries', content_rowid='id',
+    tokenize='porter unicode61 remove_diacritics 2'
+);
+-- Up to 8 FTS5 segments per level before a merge (default 4): about half the merge work
+-- during bulk ingest, for a little more work per query (measured in docs/performance.md).
+INSERT INTO messages_fts(messages_fts, rank) SELECT 'automerge', 8
+    WHERE NOT EXISTS (SELECT 1 FROM messages_fts_config WHERE k = 'automerge');
+-- Message rows are indexed by append_messages in one set-based statement per batch.
+CREATE TRIGGER IF NOT EXISTS messages_fts_delete AFTER DELETE ON messages BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, content) VALUES ('delete', old.id, old.content);
+END;
+CREATE TRIGGER IF NOT EXISTS summaries_fts_insert AFTER INSERT ON summaries BEGIN
+    INSERT INTO summaries_fts(rowid, content) VALUES (new.id, new.content);
+END;
+CREATE TRIGGER IF NOT EXISTS summaries_fts_delete AFTER DELETE ON summaries BEGIN
+    INSERT INTO summaries_fts(summaries_fts, rowid, content) VALUES ('delete', old.id, old.content);
+END;
+"""
+
+_MESSAGE_COLUMNS = (
+    "id, conversation_id, seq, message_uid, role, content, extra_json, tool_call_id, "
+    "tool_name, token_count, context_tokens, externalized, created_at"
+)
+_SUMMARY_COLUMNS = (
+    "id, conversation_id, kind, depth, content, token_count, earliest_at, latest_at, "
+    "first_seq, last_seq, descendant_messages, descendant_summaries, source_tokens, "
+    "created_at, summarizer_level"
+)
+_CONVERSATION_COLUMNS = "id, session_id, generation, context_tokens, context_version, message_count"
+#: WAL pages between automatic checkpoints (4 KiB pages: ~40 MB).
+WAL_CHECKPOINT_PAGES = 10_000
+#: Rows fetched per query while scanning for a regex.
+_SCAN_PAGE = 500
+#: Ids per ``IN (...)`` list.
+_ID_BATCH = 500
+#: Relevance of a tool output relative to what the user and the assistant said (bm25
+#: factor): bulky logs and listings repeat every term and would crowd out the dialogue.
+TOOL_OUTPUT_WEIGHT = 0.5
+#: Newest matches inside a summary's span that are ranked for its inner hits.
+_WITHIN_CANDIDATES = 2_000
+
+
+class StoreError(RuntimeError):
+    """The store file cannot be used (not SQLite, no FTS5, newer schema)."""
+
+
+def _summary(row: sqlite3.Row | tuple) -> StoredSummary:
+    return StoredSummary(*row)
+
+
+def _conversation(row: sqlite3.Row | tuple) -> Conversation:
+    return Conversation(*row)
+
+
+def _placeholders(n: int) -> str:
+    return ",".join("?" * n)
+
+
+class SqliteStore(StoreCommon):
+    """An LCM history in one SQLite file."""
+
+    def __init__(self, path: str | Path, busy_timeout_seconds: float = 30.0) -> None:
+        self.path = str(path)
+        Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self._conn = sqlite3.connect(
+            self.path,
+            timeout=busy_timeout_seconds,
+            isolation_level=None,
+            check_same_thread=False,
+        )
+        try:
+            self._setup()
+        except sqlite3.DatabaseError as exc:
+            self._conn.close()
+            raise StoreError(
+                f"LCM store {self.path} cannot be opened: {exc}. Point [engines.lcm] database "
+                "at a new file or repair this one."
+            ) from exc
+
+    def _setup(self) -> None:
+        conn = self._conn
+        conn.execute("PRAGMA journal_mode=WAL")
+        # WAL + NORMAL: a commit is atomic and consistent; a process crash loses nothing
+        # committed (the WAL is in the OS's hands), a power loss may lose the newest
+        # transactions but never corrupts the file (docs/lcm.md, "Durability").
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA temp_store=MEMORY")
+        conn.execute("PRAGMA cache_size=-65536")
+        # Checkpoint every ~40 MB of WAL instead of 4 MB: pages rewritten by consecutive
+        # ingest batches (index and FTS segment pages) are copied back once, not per batch.
+        conn.execute(f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_PAGES}")
+        with self._lock:
+            try:
+                conn.executescript(f"BEGIN IMMEDIATE; {_SCHEMA} COMMIT;")
+            except sqlite3.OperationalError as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                if "fts5" in str(exc):
+                    raise StoreError(
+                        "this Python's sqlite3 has no FTS5; install a Python built with a "
+                        "SQLite that includes FTS5"
+                    ) from exc
+                raise
+            row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            if row is None:
+                conn.execute(
+                    "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)",
+                    (SCHEMA_VERSION,),
+                )
+            elif row[0] != SCHEMA_VERSION:
+                raise StoreError(
+                    f"LCM store {self.path} has schema version {row[0]}, this engine uses "
+                    f"{SCHEMA_VERSION}; upgrade ctxengine-lcm or use another database file"
+                )
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            conn = self._conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            else:
+                conn.execute("COMMIT")
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        with self._lock:
+            return self._conn.execute(sql, params).fetchall()
+
+    # Conversations.
+
+    def current_conversation(self, session_id: str) -> Conversation:
+        rows = self._read(
+            f"SELECT {_CONVERSATION_COLUMNS} FROM conversations "
+            "WHERE session_id=? AND is_current=1",
+            (session_id,),
+        )
+        if rows:
+            return _conversation(rows[0])
+        with self._write() as conn:
+            row = conn.execute(
+                f"SELECT {_CONVERSATION_COLUMNS} FROM conversations "
+                "WHERE session_id=? AND is_current=1",
+                (session_id,),
+            ).fetchone()
+            if row is not None:
+                return _conversation(row)
+            return self._insert_conversation(conn, session_id)
+
+    def start_new_conversation(self, session_id: str) -> Conversation:
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE conversations SET is_current=0 WHERE session_id=? AND is_current=1",
+                (session_id,),
+            )
+            return self._insert_conversation(conn, session_id)
+
+    def _insert_conversation(self, conn: sqlite3.Connection, session_id: str) -> Conversation:
+        (generation,) = conn.execute(
+            "SELECT COALESCE(MAX(generation), -1) + 1 FROM conversations WHERE session_id=?",
+            (session_id,),
+        ).fetchone()
+        row = conn.execute(
+            "INSERT INTO conversations(session_id, generation, created_at) VALUES (?, ?, ?) "
+            f"RETURNING {_CONVERSATION_COLUMNS}",
+            (session_id, generation, time.time()),
+        ).fetchone()
+        return _conversation(row)
+
+    def conversation(self, conversation_id: int) -> Conversation:
+        rows = self._read(
+            f"SELECT {_CONVERSATION_COLUMNS} FROM conversations WHERE id=?", (conversation_id,)
+        )
+        if not rows:
+            raise KeyError(f"conversation {conversation_id} does not exist")
+        return _conversation(rows[0])
+
+    def session_conversation_ids(self, session_id: str) -> list[int]:
+        rows = self._read(
+            "SELECT id FROM conversations WHERE session_id=? ORDER BY id DESC", (session_id,)
+        )
+        return [r[0] for r in rows]
+
+    # Messages.
+
+    def known_uid(self, conversation_id: int, message_uid: str) -> bool:
+        return bool(
+            self._read(
+                "SELECT 1 FROM messages WHERE conversation_id=? AND message_uid=?",
+                (conversation_id, message_uid),
+            )
+        )
+
+    def append_messages(self, conversation_id: int, messages: Sequence[NewMessage]) -> int:
+        """Store new messages and append them to the active context; known uids are skipped.
+
+        One transaction per call; rows, their full-text entries and context items are
+        written with set-based statements (the batched ingest path).
+        """
+        if not messages:
+            return 0
+        with self._write() as conn:
+            fresh = self._fresh(conn, conversation_id, messages)
+            if not fresh:
+                return 0
+            count, next_ordinal = self._counters(conn, conversation_id)
+            self._insert_rows(conn, conversation_id, fresh, count + 1, next_ordinal)
+            return len(fresh)
+
+    def insert_messages_after(
+        self, conversation_id: int, after_uid: str | None, messages: Sequence[NewMessage]
+    ) -> int:
+        """Store messages the engine missed right after the stored message ``after_uid``
+        (None: before every stored message), in order; known uids are skipped.
+
+        Later messages' sequence numbers (and the ranges of summaries over them) and later
+        context items' ordinals move up, so the history order and the active context stay
+        one walk. When ``after_uid`` lies under a summary that also covers later messages,
+        the new ones go right after that summary's span: the nearest place the DAG allows.
+        An unknown ``after_uid``, or the newest message, appends. One transaction.
+        """
+        if not messages:
+            return 0
+        with self._write() as conn:
+            fresh = self._fresh(conn, conversation_id, messages)
+            if not fresh:
+                return 0
+            count, next_ordinal = self._counters(conn, conversation_id)
+            place = self._insertion_point(conn, conversation_id, after_uid, count)
+            if place is None:
+                self._insert_rows(conn, conversation_id, fresh, count + 1, next_ordinal)
+                return len(fresh)
+            first_seq, first_ordinal = place
+            k = len(fresh)
+            # Two steps through negative values: UNIQUE(conversation_id, seq) and the
+            # ordinal key are checked row by row, so a plain +k could hit the next row.
+            for table, column, first in (
+                ("messages", "seq", first_seq),
+                ("context_items", "ordinal", first_ordinal),
+            ):
+                conn.execute(
+                    f"UPDATE {table} SET {column}=-({column}+?) "
+                    f"WHERE conversation_id=? AND {column}>=?",
+                    (k, conversation_id, first),
+                )
+                conn.execute(
+                    f"UPDATE {table} SET {column}=-{column} WHERE conversation_id=? AND {column}<0",
+                    (conversation_id,),
+                )
+            conn.execute(
+                "UPDATE summaries SET first_seq=first_seq+?, last_seq=last_seq+? "
+                "WHERE conversation_id=? AND first_seq>=?",
+                (k, k, conversation_id, first_seq),
+            )
+            self._insert_rows(conn, conversation_id, fresh, first_seq, first_ordinal)
+            return k
+
+    def _insertion_point(
+        self, conn: sqlite3.Connection, conversation_id: int, after_uid: str | None, count: int
+    ) -> tuple[int, int] | None:
+        """(first seq, first ordinal) for messages placed after ``after_uid``; None: append."""
+        if after_uid is None:
+            if count == 0:
+                return None
+            (first_ordinal,) = conn.execute(
+                "SELECT COALESCE(MIN(ordinal), 0) FROM context_items WHERE conversation_id=?",
+                (conversation_id,),
+            ).fetchone()
+            return 1, first_ordinal
+        row = conn.execute(
+            "SELECT id, seq FROM messages WHERE conversation_id=? AND message_uid=?",
+            (conversation_id, after_uid),
+        ).fetchone()
+        if row is None or row[1] >= count:
+            return None
+        message_id, seq = row
+        held = conn.execute(
+            "SELECT ordinal FROM context_items WHERE conversation_id=? AND kind='message' "
+            "AND ref_id=?",
+            (conversation_id, message_id),
+        ).fetchone()
+        if held is not None:
+            return seq + 1, held[0] + 1
+        covering = conn.execute(
+            "SELECT c.ordinal, s.last_seq FROM context_items c JOIN summaries s ON s.id=c.ref_id "
+            "WHERE c.conversation_id=? AND c.kind='summary' AND s.first_seq<=? AND s.last_seq>=?",
+            (conversation_id, seq, seq),
+        ).fetchone()
+        if covering is None:
+            return None
+        return covering[1] + 1, covering[0] + 1
+
+    def _fresh(
+        self, conn: sqlite3.Connection, conversation_id: int, messages: Sequence[NewMessage]
+    ) -> list[NewMessage]:
+        """``messages`` whose uids are not stored yet (first of repeated uids kept)."""
+        seen = self._existing_uids(conn, conversation_id, [m.message_uid for m in messages])
+        return first_unseen(messages, seen)
+
+    @staticmethod
+    def _counters(conn: sqlite3.Connection, conversation_id: int) -> tuple[int, int]:
+        count, next_ordinal = conn.execute(
+            "SELECT message_count, next_ordinal FROM conversations WHERE id=?",
+            (conversation_id,),
+        ).fetchone()
+        return count, next_ordinal
+
+    @staticmethod
+    def _insert_rows(
+        conn: sqlite3.Connection,
+        conversation_id: int,
+        fresh: list[NewMessage],
+        first_seq: int,
+        first_ordinal: int,
+    ) -> None:
+        """Rows, full-text entries and context items for ``fresh`` at free seq/ordinal slots."""
+        last_seq = first_seq + len(fresh) - 1
+        rows = [
+            (
+                conversation_id,
+                first_seq + n,
+                m.message_uid,
+                m.role,
+                m.content,
+                m.extra_json,
+                m.tool_call_id,
+                m.tool_name,
+                m.token_count,
+                m.context_tokens,
+                int(m.externalized),
+                m.created_at,
+            )
+            for n, m in enumerate(fresh)
+        ]
+        insert = (
+            "INSERT INTO messages(conversation_id, seq, message_uid, role, content, "
+            "extra_json, tool_call_id, tool_name, token_count, context_tokens, "
+            "externalized, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
+        )
+        half = len(rows) // 2
+        conn.executemany(insert, rows[:half])
+        fault_point("lcm.ingest.mid_batch")
+        conn.executemany(insert, rows[half:])
+        ids = [
+            r[0]
+            for r in conn.execute(
+                "SELECT id FROM messages WHERE conversation_id=? AND seq BETWEEN ? AND ? "
+                "ORDER BY seq",
+                (conversation_id, first_seq, last_seq),
+            )
+        ]
+        conn.execute(
+            "INSERT INTO messages_fts(rowid, content) SELECT id, content FROM messages "
+            "WHERE conversation_id=? AND seq BETWEEN ? AND ?",
+            (conversation_id, first_seq, last_seq),
+        )
+        conn.executemany(
+            "INSERT INTO context_items(conversation_id, ordinal, kind, ref_id, "
+            "token_count, depth, role) VALUES (?,?,'message',?,?,-1,?)",
+            [
+                (conversation_id, first_ordinal + n, ref, m.context_tokens, m.role)
+                for n, (ref, m) in enumerate(zip(ids, fresh, strict=True))
+            ],
+        )
+        conn.execute(
+            "UPDATE conversations SET message_count=message_count+?, next_ordinal=next_ordinal+?, "
+            "context_tokens=context_tokens+?, context_version=context_version+1 WHERE id=?",
+            (len(fresh), len(fresh), sum(m.context_tokens for m in fresh), conversation_id),
+        )
+
+    @staticmethod
+    def _existing_uids(conn: sqlite3.Connection, conversation_id: int, uids: list[str]) -> set[str]:
+        found: set[str] = set()
+        for start in range(0, len(uids), _ID_BATCH):
+            batch = uids[start : start + _ID_BATCH]
+            found.update(
+                r[0]
+                for r in conn.execute(
+                    "SELECT message_uid FROM messages WHERE conversation_id=? AND "
+                    f"message_uid IN ({_placeholders(len(batch))})",
+                    [conversation_id, *batch],
+                )
+            )
+        return found
+
+    def _rows_by_id(self, columns: str, table: str, ids: Iterable[int]) -> Iterator[tuple]:
+        """Rows of ``table`` with the given ids, read in batches under SQLite's variable limit."""
+        ids = list(ids)
+        for start in range(0, len(ids), _ID_BATCH):
+            batch = ids[start : start + _ID_BATCH]
+            yield from self._read(
+                f"SELECT {columns} FROM {table} WHERE id IN ({_placeholders(len(batch))})", batch
+            )
+
+    def messages_by_id(self, ids: Iterable[int]) -> dict[int, StoredMessage]:
+        return {
+            row[0]: message_from_row(row)
+            for row in self._rows_by_id(_MESSAGE_COLUMNS, "messages", ids)
+        }
+
+    def message_by_uid(
+        self, conversation_ids: Sequence[int], message_uid: str
+    ) -> StoredMessage | None:
+        for conversation_id in sorted(conversation_ids, reverse=True):
+            rows = self._read(
+                f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE conversation_id=? AND "
+                "message_uid=?",
+                (conversation_id, message_uid),
+            )
+            if rows:
+                return message_from_row(rows[0])
+        return None
+
+    # Summaries and lineage.
+
+    def summaries_by_id(self, ids: Iterable[int]) -> dict[int, StoredSummary]:
+        return {
+            row[0]: _summary(row) for row in self._rows_by_id(_SUMMARY_COLUMNS, "summaries", ids)
+        }
+
+    def summary_source_ids(self, summary_id: int) -> tuple[SummaryKind, list[int]]:
+        summary = self.summary(summary_id)
+        if summary is None:
+            raise KeyError(f"summary {summary_id} does not exist")
+        if summary.kind == "leaf":
+            rows = self._read(
+                "SELECT message_id FROM summary_messages WHERE summary_id=? ORDER BY ord",
+                (summary_id,),
+            )
+        else:
+            rows = self._read(
+                "SELECT source_id FROM summary_sources WHERE summary_id=? ORDER BY ord",
+                (summary_id,),
+            )
+        return summary.kind, [r[0] for r in rows]
+
+    def parent_summary_of_message(self, message_id: int) -> int | None:
+        rows = self._read(
+            "SELECT summary_id FROM summary_messages WHERE message_id=?", (message_id,)
+        )
+        return rows[0][0] if rows else None
+
+    def parent_summary_of_summary(self, summary_id: int) -> int | None:
+        rows = self._read("SELECT summary_id FROM summary_sources WHERE source_id=?", (summary_id,))
+        return rows[0][0] if rows else None
+
+    # The active context.
+
+    def context_items(self, conversation_id: int) -> list[ContextItem]:
+        rows = self._read(
+            "SELECT ordinal, kind, ref_id, token_count, depth, role FROM context_items "
+            "WHERE conversation_id=? ORDER BY ordinal",
+            (conversation_id,),
+        )
+        return [ContextItem(*r) for r in rows]
+
+    def _replace_with_summary(
+        self,
+        conversation_id: int,
+        items: Sequence[ContextItem],
+        summary: NewSummary,
+        deadline: float | None,
+    ) -> int | None:
+        lo, hi = items[0].ordinal, items[-1].ordinal
+        with self._write() as conn:
+            current = conn.execute(
+                "SELECT ordinal, kind, ref_id FROM context_items "
+                "WHERE conversation_id=? AND ordinal BETWEEN ? AND ? ORDER BY ordinal",
+                (conversation_id, lo, hi),
+            ).fetchall()
+            if not run_unchanged(current, items):
+                return None
+            (summary_id,) = conn.execute(
+                "INSERT INTO summaries(conversation_id, kind, depth, content, token_count, "
+                "earliest_at, latest_at, first_seq, last_seq, descendant_messages, "
+                "descendant_summaries, source_tokens, created_at, summarizer_level) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
+                summary_insert_params(conversation_id, summary),
+            ).fetchone()
+            table, column = (
+                ("summary_messages", "message_id")
+                if summary.kind == "leaf"
+                else ("summary_sources", "source_id")
+            )
+            conn.executemany(
+                f"INSERT INTO {table}(summary_id, ord, {column}) VALUES (?,?,?)",
+                [(summary_id, n, ref) for n, ref in enumerate(summary.source_ids)],
+            )
+            conn.execute(
+                "DELETE FROM context_items WHERE conversation_id=? AND ordinal BETWEEN ? AND ?",
+                (conversation_id, lo, hi),
+            )
+            conn.execute(
+                "INSERT INTO context_items(conversation_id, ordinal, kind, ref_id, token_count, "
+                "depth, role) VALUES (?,?,?,?,?,?,'')",
+                (conversation_id, lo, "summary", summary_id, summary.token_count, summary.depth),
+            )
+            removed = sum(i.token_count for i in items)
+            conn.execute(
+                "UPDATE conversations SET context_tokens=context_tokens-?+?, "
+                "context_version=context_version+1 WHERE id=?",
+                (removed, summary.token_count, conversation_id),
+            )
+            fault_point("lcm.sweep.before_commit")
+            if deadline is not None and time.monotonic() >= deadline:
+                raise DeadlinePassed
+        fault_point("lcm.sweep.after_commit")
+        return summary_id
+
+    # Search.
+
+    def _scope_sql(
+        self, alias: str, conversation_ids: Sequence[int], since: float | None, until: float | None
+    ) -> tuple[str, list[Any]]:
+        clauses = [f"{alias}.conversation_id IN ({_placeholders(len(conversation_ids))})"]
+        params: list[Any] = list(conversation_ids)
+        time_column = "created_at" if alias == "m" else "latest_at"
+        if since is not None:
+            clauses.append(f"{alias}.{time_column} >= ?")
+            params.append(since)
+        if until is not None:
+            start_column = "created_at" if alias == "m" else "earliest_at"
+            clauses.append(f"{alias}.{start_column} <= ?")
+            params.append(until)
+        return " AND ".join(clauses), params
+
+    def search_fulltext(
+        self,
+        conversation_ids: Sequence[int],
+        fts_query: str,
+        target: Literal["messages", "summaries"],
+        since: float | None,
+        until: float | None,
+        limit: int,
+        by_relevance: bool,
+        relevance_window: int,
+        whole_chars: int = 1000,
+    ) -> list[SearchHit]:
+        """Matches newest first or by bm25; short texts whole, long ones as a snippet."""
+        if not conversation_ids:
+            return []
+        fts, alias, table = (
+            ("messages_fts", "m", "messages")
+            if target == "messages"
+            else ("summaries_fts", "s", "summaries")
+        )
+        scope, scope_params = self._scope_sql(alias, conversation_ids, since, until)
+        extra = "m.role, m.seq, -1" if target == "messages" else "'', s.first_seq, s.depth"
+        time_column = "created_at" if target == "messages" else "latest_at"
+        score = (
+            f"bm25({fts}) * CASE WHEN m.role = 'tool' THEN {TOOL_OUTPUT_WEIGHT} ELSE 1.0 END"
+            if target == "messages"
+            else f"bm25({fts})"
+        )
+        select = (
+            f"SELECT {alias}.id, {alias}.conversation_id, {alias}.{time_column}, "
+            f"CASE WHEN length({alias}.content) <= {int(whole_chars)} THEN {alias}.content "
+            f"ELSE snippet({fts}, 0, '', '', '…', 48) END, {extra}, {score} "
+            f"FROM {fts} JOIN {table} {alias} ON {alias}.id = {fts}.rowid "
+            f"WHERE {fts} MATCH ? AND {scope}"
+        )
+        with self._lock:
+            if by_relevance:
+                # Rank only the newest matches: bm25 over every match of a common term would
+                # cost time proportional to the history.
+                floor = self._conn.execute(
+                    f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? ORDER BY rowid DESC "
+                    "LIMIT 1 OFFSET ?",
+                    (fts_query, relevance_window - 1),
+                ).fetchone()
+                sql = select + (f" AND {fts}.rowid >= ?" if floor else "")
+                sql += " ORDER BY 8 LIMIT ?"
+                params = [fts_query, *scope_params, *([floor[0]] if floor else []), limit]
+                rows = self._conn.execute(sql, params).fetchall()
+            else:
+                sql = select + f" ORDER BY {fts}.rowid DESC LIMIT ?"
+                rows = self._conn.execute(sql, [fts_query, *scope_params, limit]).fetchall()
+        kind = "message" if target == "messages" else "summary"
+        return [
+            SearchHit(kind, r[0], r[1], r[2], r[3], r[4], r[5], r[6], float(r[7])) for r in rows
+        ]
+
+    def search_within(
+        self,
+        conversation_id: int,
+        first_seq: int,
+        last_seq: int,
+        fts_query: str,
+        limit: int,
+        whole_chars: int,
+        by_relevance: bool,
+    ) -> list[SearchHit]:
+        """Matching messages of one conversation's sequence range (a summary's span).
+
+        The range becomes a rowid range, which FTS5 seeks to directly. By relevance, the
+        messages holding more of the query's terms come first, newest first among equals:
+        bm25 would let short texts that repeat one term outrank a long log holding most of
+        the terms, and its global statistics cost a pass over each term's whole index per
+        statement. At most ``_WITHIN_CANDIDATES`` of the newest matches are ranked.
+        """
+        with self._lock:
+            bounds = self._conn.execute(
+                "SELECT MIN(id), MAX(id) FROM messages WHERE conversation_id=? AND seq IN (?, ?)",
+                (conversation_id, first_seq, last_seq),
+            ).fetchone()
+            if bounds is None or bounds[0] is None:
+                return []
+            scope = (
+                "FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
+                "WHERE messages_fts MATCH ? AND messages_fts.rowid BETWEEN ? AND ? "
+                "AND m.conversation_id = ? AND m.seq BETWEEN ? AND ?"
+            )
+            params = [fts_query, bounds[0], bounds[1], conversation_id, first_seq, last_seq]
+            select = (
+                "SELECT m.id, m.conversation_id, m.created_at, "
+                f"CASE WHEN length(m.content) <= {int(whole_chars)} THEN m.content "
+                f"ELSE snippet(messages_fts, 0, '', '', '…', 48) END, m.role, m.seq {scope}"
+            )
+            if not by_relevance:
+                rows = self._conn.execute(
+                    f"{select} ORDER BY messages_fts.rowid DESC LIMIT ?", [*params, limit]
+                ).fetchall()
+                return [SearchHit("message", r[0], r[1], r[2], r[3], r[4], r[5], -1) for r in rows]
+            held = self._terms_held(scope, params, fts_query)
+            best = sorted(held, key=lambda r: (-held[r], -r))[:limit]
+            hits = []
+            for rowid in best:  # one rowid seek each (an IN list would scan the span)
+                r = self._conn.execute(
+                    f"{select} AND messages_fts.rowid = ?", [*params, rowid]
+                ).fetchone()
+                if r is not None:
+                    hits.append(
+                        SearchHit("message", r[0], r[1], r[2], r[3], r[4], r[5], -1, -held[rowid])
+                    )
+            return hits
+
+    def _terms_held(self, scope: str, params: list[Any], fts_query: str) -> dict[int, int]:
+        """Query operands each of the newest matches holds, by rowid."""
+        candidates = [
+            r[0]
+            for r in self._conn.execute(
+                f"SELECT messages_fts.rowid {scope} ORDER BY messages_fts.rowid DESC LIMIT ?",
+                [*params, _WITHIN_CANDIDATES],
+            )
+        ]
+        held = dict.fromkeys(candidates, 0)
+        operands = query_operands(fts_query)
+        if not candidates or len(operands) < 2:
+            return held
+        lo, hi = min(candidates), max(candidates)
+        for operand in operands:
+            for (rowid,) in self._conn.execute(
+                "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? "
+                "AND rowid BETWEEN ? AND ?",
+                (operand, lo, hi),
+            ):
+                if rowid in held:
+                    held[rowid] += 1
+        return held
+
+    def scan_recent(
+        self,
+        conversation_ids: Sequence[int],
+        target: Literal["messages", "summaries"],
+        since: float | None,
+        until: float | None,
+        max_rows: int,
+    ) -> Iterator[SearchHit]:
+        """Rows newest first (conversation by conversation), at most ``max_rows`` of them."""
+        remaining = max_rows
+        for conversation_id in sorted(conversation_ids, reverse=True):
+            scope, params = self._scope_sql(
+                "m" if target == "messages" else "s", [conversation_id], since, until
+            )
+            cursor: int | None = None
+            while remaining > 0:
+                page = min(_SCAN_PAGE, remaining)
+                if target == "messages":
+                    sql = (
+                        "SELECT m.id, m.conversation_id, m.created_at, m.content, m.role, m.seq, "
+                        f"-1 FROM messages m WHERE {scope}"
+                        + (" AND m.seq < ?" if cursor is not None else "")
+                        + " ORDER BY m.seq DESC LIMIT ?"
+                    )
+                else:
+                    sql = (
+                        "SELECT s.id, s.conversation_id, s.latest_at, s.content, '', "
+                        f"s.first_seq, s.depth FROM summaries s WHERE {scope}"
+                        + (" AND s.id < ?" if cursor is not None else "")
+                        + " ORDER BY s.id DESC LIMIT ?"
+                    )
+                rows = self._read(sql, [*params, *([cursor] if cursor is not None else []), page])
+                if not rows:
+                    break
+                remaining -= len(rows)
+                hits, cursor = scan_hits(target, rows)
+                yield from hits
+            if remaining <= 0:
+                return
+
+    # Sub-agent grants.
+
+    def create_grant(self, grant: Grant) -> int:
+        with self._write() as conn:
+            (grant_id,) = conn.execute(
+                "INSERT INTO grants(child_session_id, parent_session_id, max_depth, token_cap, "
+                "expires_at, created_at) VALUES (?,?,?,?,?,?) RETURNING id",
+                grant_insert_params(grant),
+            ).fetchone()
+            return grant_id
+
+    def revoke_grants(self, child_session_id: str, grant_id: int | None = None) -> int:
+        with self._write() as conn:
+            if grant_id is None:
+                cur = conn.execute(
+                    "DELETE FROM grants WHERE child_session_id=?", (child_session_id,)
+                )
+            else:
+                cur = conn.execute(
+                    "DELETE FROM grants WHERE child_session_id=? AND id=?",
+                    (child_session_id, grant_id),
+                )
+            return cur.rowcount
+
+    def active_grants(self, child_session_id: str, now: float) -> list[Grant]:
+        rows = self._read(
+            "SELECT id, child_session_id, parent_session_id, max_depth, token_cap, tokens_used, "
+            "expires_at FROM grants WHERE child_session_id=? AND (expires_at IS NULL OR "
+            "expires_at > ?) ORDER BY id",
+            (child_session_id, now),
+        )
+        return self._grants_with_scope(rows)
+
+    def charge_grant(self, grant_id: int, tokens: int) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE grants SET tokens_used=tokens_used+? WHERE id=?", (tokens, grant_id)
+            )
+
+    # Health.
+
+    def size_bytes(self) -> int:
+        total = 0
+        for suffix in ("", "-wal", "-shm"):
+            p = Path(self.path + suffix)
+            if p.exists():
+                total += p.stat().st_size
+        return total
+
+    def integrity_check(self) -> str:
+        rows = self._read("PRAGMA quick_check")
+        return "; ".join(str(r[0]) for r in rows[:5])
+
+    def stats(self, conversation_id: int) -> dict[str, Any]:
+        conv = self.conversation(conversation_id)
+        (items,) = self._read(
+            "SELECT COUNT(*) FROM context_items WHERE conversation_id=?", (conversation_id,)
+        )[0]
+        depth_rows = self._read(
+            "SELECT depth, COUNT(*) FROM context_items WHERE conversation_id=? AND "
+            "kind='summary' GROUP BY depth ORDER BY depth",
+            (conversation_id,),
+        )
+        return stats_report(conv, items, depth_rows)

@@ -1,0 +1,225 @@
+"""What the engine needs from a history store: records and the ``LcmStore`` protocol.
+
+The SQLite implementation lives in :mod:`ctxengine_lcm.sqlite_store`; a server backend
+implements the same protocol. Every method that changes the active context is atomic:
+after a crash the context is the old one or the new one, never a mix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+ItemKind = Literal["message", "summary"]
+SummaryKind = Literal["leaf", "condensed"]
+
+
+@dataclass(frozen=True)
+class NewMessage:
+    """A message about to be stored: the verbatim dict split into searchable text and the rest."""
+
+    message_uid: str
+    role: str
+    content: str
+    extra_json: str
+    tool_call_id: str | None
+    tool_name: str | None
+    token_count: int
+    #: Tokens the message costs in the active context (a large output costs its stub only).
+    context_tokens: int
+    externalized: bool
+    created_at: float
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    id: int
+    conversation_id: int
+    seq: int
+    message_uid: str
+    role: str
+    content: str
+    extra_json: str
+    tool_call_id: str | None
+    tool_name: str | None
+    token_count: int
+    context_tokens: int
+    externalized: bool
+    created_at: float
+
+
+@dataclass(frozen=True)
+class StoredSummary:
+    id: int
+    conversation_id: int
+    kind: SummaryKind
+    depth: int
+    content: str
+    token_count: int
+    earliest_at: float
+    latest_at: float
+    first_seq: int
+    last_seq: int
+    descendant_messages: int
+    descendant_summaries: int
+    source_tokens: int
+    created_at: float
+    summarizer_level: int
+
+
+@dataclass(frozen=True)
+class ContextItem:
+    """One entry of a conversation's ordered active context."""
+
+    ordinal: int
+    kind: ItemKind
+    ref_id: int
+    token_count: int
+    #: Summary depth (0 leaf) or -1 for a raw message.
+    depth: int
+    #: The raw message's role ("" for a summary).
+    role: str
+
+
+@dataclass(frozen=True)
+class Conversation:
+    id: int
+    session_id: str
+    generation: int
+    context_tokens: int
+    context_version: int
+    message_count: int
+
+
+@dataclass(frozen=True)
+class NewSummary:
+    kind: SummaryKind
+    depth: int
+    content: str
+    token_count: int
+    earliest_at: float
+    latest_at: float
+    first_seq: int
+    last_seq: int
+    descendant_messages: int
+    descendant_summaries: int
+    source_tokens: int
+    summarizer_level: int
+    #: The message ids (leaf) or summary ids (condensed) it covers, in order.
+    source_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    kind: ItemKind
+    id: int
+    conversation_id: int
+    created_at: float
+    text: str
+    role: str = ""
+    seq: int = 0
+    depth: int = -1
+    score: float | None = None
+
+
+@dataclass
+class Grant:
+    id: int
+    child_session_id: str
+    parent_session_id: str
+    max_depth: int
+    token_cap: int
+    tokens_used: int
+    expires_at: float | None
+    conversation_ids: list[int] = field(default_factory=list)
+
+
+class LcmStore(Protocol):
+    """The storage operations of the LCM engine (one instance per engine clone)."""
+
+    path: str
+
+    def close(self) -> None: ...
+
+    # Conversations.
+    def current_conversation(self, session_id: str) -> Conversation: ...
+    def start_new_conversation(self, session_id: str) -> Conversation: ...
+    def conversation(self, conversation_id: int) -> Conversation: ...
+    def session_conversation_ids(self, session_id: str) -> list[int]: ...
+
+    # Messages.
+    def known_uid(self, conversation_id: int, message_uid: str) -> bool: ...
+    def append_messages(self, conversation_id: int, messages: Sequence[NewMessage]) -> int: ...
+    def insert_messages_after(
+        self, conversation_id: int, after_uid: str | None, messages: Sequence[NewMessage]
+    ) -> int:
+        """Messages the engine missed, stored in their history position: right after the
+        stored ``after_uid`` (None: first), later seqs/ordinals moved up; atomic."""
+        ...
+
+    def messages_by_id(self, ids: Iterable[int]) -> dict[int, StoredMessage]: ...
+    def message(self, message_id: int) -> StoredMessage | None: ...
+    def message_by_uid(
+        self, conversation_ids: Sequence[int], message_uid: str
+    ) -> StoredMessage | None: ...
+
+    # Summaries and lineage.
+    def summary(self, summary_id: int) -> StoredSummary | None: ...
+    def summaries_by_id(self, ids: Iterable[int]) -> dict[int, StoredSummary]: ...
+    def summary_source_ids(self, summary_id: int) -> tuple[SummaryKind, list[int]]: ...
+    def parent_summary_of_message(self, message_id: int) -> int | None: ...
+    def parent_summary_of_summary(self, summary_id: int) -> int | None: ...
+
+    # The active context.
+    def context_items(self, conversation_id: int) -> list[ContextItem]: ...
+    def replace_with_summary(
+        self,
+        conversation_id: int,
+        items: Sequence[ContextItem],
+        summary: NewSummary,
+        deadline: float | None = None,
+    ) -> int | None: ...
+
+    # Search.
+    def search_fulltext(
+        self,
+        conversation_ids: Sequence[int],
+        fts_query: str,
+        target: Literal["messages", "summaries"],
+        since: float | None,
+        until: float | None,
+        limit: int,
+        by_relevance: bool,
+        relevance_window: int,
+        whole_chars: int = 1000,
+    ) -> list[SearchHit]: ...
+    def search_within(
+        self,
+        conversation_id: int,
+        first_seq: int,
+        last_seq: int,
+        fts_query: str,
+        limit: int,
+        whole_chars: int,
+        by_relevance: bool,
+    ) -> list[SearchHit]: ...
+    def scan_recent(
+        self,
+        conversation_ids: Sequence[int],
+        target: Literal["messages", "summaries"],
+        since: float | None,
+        until: float | None,
+        max_rows: int,
+    ) -> Iterable[SearchHit]: ...
+
+    # Sub-agent grants.
+    def create_grant(self, grant: Grant) -> int: ...
+    def revoke_grants(self, child_session_id: str, grant_id: int | None = None) -> int: ...
+    def active_grants(self, child_session_id: str, now: float) -> list[Grant]: ...
+    def charge_grant(self, grant_id: int, tokens: int) -> None: ...
+
+    # Health.
+    def size_bytes(self) -> int: ...
+    def integrity_check(self) -> str: ...
+    def stats(self, conversation_id: int) -> dict[str, Any]: ...

@@ -1,0 +1,592 @@
+"""The recall tools: ``lcm_grep``, ``lcm_describe`` and ``lcm_expand``.
+
+Every tool validates its arguments (a bad one is a JSON error naming the fix, never an
+exception), limits its output, and sees only the caller's own history plus what a
+sub-agent grant lets it read (charged against the grant's token cap).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import regex
+
+from .config import LcmConfig
+from .render import iso_time, message_ref, summary_ref, verbatim_message
+from .search import QuerySyntaxError, fts_query, parse_time, regex_scan
+from .store import Grant, LcmStore, SearchHit, StoredMessage, StoredSummary
+
+_ID = re.compile(r"^(sum|msg)_(\d{1,18})$")
+_UID = re.compile(r"^[0-9a-fA-F]{32}$")
+_CHARS_PER_TOKEN_GUESS = 4
+#: Ancestors listed by lcm_describe (the covering context item is always named).
+_LINEAGE_SHOWN = 32
+#: Matching messages listed under a summary hit, and up to what size they are shown whole.
+_INNER_HITS = 5
+_INNER_WHOLE_CHARS = 300
+#: Source ids listed by lcm_describe.
+_DESCRIBE_SOURCES = 50
+
+TOOL_SCHEMAS: list[dict[str, Any]] = [
+    {
+        "name": "lcm_grep",
+        "description": (
+            "Search the whole stored conversation history (every message verbatim, and the "
+            "summaries). Full-text by default: any of the words may match, best matches first "
+            "(more and rarer words, stemmed: 'releases' finds 'release'); \"quoted phrase\", "
+            "word* (prefix) and uppercase AND / OR / NOT between terms work as in FTS5. "
+            "Regex on request. A summary hit lists its best-matching verbatim messages. "
+            "Returns ids to pass to lcm_expand or lcm_describe."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "description": "Words to find, or a regex."},
+                "mode": {"type": "string", "enum": ["full_text", "regex"]},
+                "scope": {"type": "string", "enum": ["messages", "summaries", "both"]},
+                "sort": {
+                    "type": "string",
+                    "enum": ["recency", "relevance"],
+                    "description": "Default: relevance for full text, recency for regex.",
+                },
+                "since": {"type": "string", "description": "ISO 8601 time or epoch seconds."},
+                "until": {"type": "string", "description": "ISO 8601 time or epoch seconds."},
+                "limit": {"type": "integer", "minimum": 1},
+                "ignore_case": {"type": "boolean", "description": "Regex only; default true."},
+            },
+            "required": ["pattern"],
+        },
+    },
+    {
+        "name": "lcm_expand",
+        "description": (
+            "Expand a summary (sum_N) to its sources in order: the verbatim messages of a "
+            "leaf summary or the summaries a condensed one covers; or return a message "
+            "verbatim. Output is capped by max_tokens; continue with start (next source) or "
+            "offset (next page of a large message) as the result says."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "id": {"type": "string"},
+                "max_tokens": {"type": "integer", "minimum": 1},
+                "start": {"type": "integer", "minimum": 0},
+                "offset": {"type": "integer", "minimum": 0},
+            },
+            "required": ["id"],
+        },
+    },
+    {
+        "name": "lcm_describe",
+        "description": (
+            "Metadata and lineage of a summary (sum_N) or message (msg_N or its uid): time "
+            "range, sizes, sources, the summaries above it. include_content=true also returns "
+            "the text (paged for large tool outputs)."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "id": {"type": "string"},
+                "include_content": {"type": "boolean"},
+                "offset": {"type": "integer", "minimum": 0},
+                "max_tokens": {"type": "integer", "minimum": 1},
+            },
+            "required": ["id"],
+        },
+    },
+]
+
+TOOL_NAMES = frozenset(s["name"] for s in TOOL_SCHEMAS)
+
+
+class ToolArgumentError(ValueError):
+    """An argument is missing, of the wrong type or out of range; the message names the fix."""
+
+
+@dataclass
+class Access:
+    """What the calling session may read: its own conversations and granted ones."""
+
+    own: list[int]
+    grants: dict[int, Grant] = field(default_factory=dict)
+
+    @property
+    def conversation_ids(self) -> list[int]:
+        return [*self.own, *self.grants]
+
+    def grant_for(self, conversation_id: int) -> Grant | None:
+        return self.grants.get(conversation_id)
+
+
+def _get(
+    args: dict[str, Any],
+    name: str,
+    kind: type | tuple[type, ...],
+    default: Any = None,
+    choices: tuple[str, ...] | None = None,
+    minimum: int | None = None,
+) -> Any:
+    value = args.get(name, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) and kind is not bool:
+        raise ToolArgumentError(f"'{name}' must be {_type_name(kind)}, not a boolean")
+    if kind is int and isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        value = int(value)
+    if not isinstance(value, kind):
+        raise ToolArgumentError(f"'{name}' must be {_type_name(kind)} (got {type(value).__name__})")
+    if choices is not None and value not in choices:
+        raise ToolArgumentError(f"'{name}' must be one of {', '.join(choices)} (got {value!r})")
+    if minimum is not None and value < minimum:
+        raise ToolArgumentError(f"'{name}' must be at least {minimum} (got {value})")
+    return value
+
+
+def _type_name(kind: type | tuple[type, ...]) -> str:
+    names = {str: "a string", int: "an integer", bool: "true or false"}
+    if isinstance(kind, tuple):
+        return " or ".join(names.get(k, k.__name__) for k in kind)
+    return names.get(kind, kind.__name__)
+
+
+class ToolRunner:
+    """Runs the tools against one store for one engine clone."""
+
+    def __init__(
+        self, store: LcmStore, config: LcmConfig, count_tokens: Callable[[Any], int]
+    ) -> None:
+        self.store = store
+        self.config = config
+        self.count = count_tokens
+
+    def run(self, name: str, args: Any, access: Access) -> dict[str, Any]:
+        if not isinstance(args, dict):
+            return {"error": f"{name}: arguments must be a JSON object (got {type(args).__name__})"}
+        handlers = {"lcm_grep": self.grep, "lcm_describe": self.describe, "lcm_expand": self.expand}
+        try:
+            return handlers[name](args, access)
+        except ToolArgumentError as exc:
+            return {"error": f"{name}: {exc}"}
+
+    # lcm_grep
+
+    def grep(self, args: dict[str, Any], access: Access) -> dict[str, Any]:
+        cfg = self.config
+        pattern = _get(args, "pattern", str)
+        if pattern is None:
+            pattern = _get(args, "query", str)
+        if not pattern or not pattern.strip():
+            raise ToolArgumentError("'pattern' is required: the words or regex to search for")
+        if len(pattern) > cfg.grep_max_pattern_chars:
+            raise ToolArgumentError(
+                f"'pattern' is {len(pattern)} characters; the limit is {cfg.grep_max_pattern_chars}"
+            )
+        mode = _get(args, "mode", str, "full_text", ("full_text", "regex"))
+        scope = _get(args, "scope", str, "both", ("messages", "summaries", "both"))
+        default_sort = "relevance" if mode == "full_text" else "recency"
+        sort = _get(args, "sort", str, default_sort, ("recency", "relevance"))
+        limit = _get(args, "limit", int, cfg.grep_default_limit, minimum=1)
+        limit = min(limit, cfg.grep_max_limit)
+        ignore_case = _get(args, "ignore_case", bool, True)
+        try:
+            since = parse_time(args.get("since"), "since")
+            until = parse_time(args.get("until"), "until")
+        except ValueError as exc:
+            raise ToolArgumentError(str(exc)) from None
+        targets = ["messages", "summaries"] if scope == "both" else [scope]
+        result: dict[str, Any] = {"pattern": pattern, "mode": mode, "scope": scope, "sort": sort}
+        if mode == "full_text":
+            hits = self._fulltext(pattern, targets, since, until, limit, sort, access, result)
+        else:
+            hits = self._regex(
+                pattern, ignore_case, targets, since, until, limit, sort, access, result
+            )
+        inner = result.pop("_fts_query", None)
+        items = self._charge([self._hit_item(h, access, inner) for h in hits], access)
+        result["results"] = items
+        result["count"] = len(items)
+        return result
+
+    def _fulltext(
+        self,
+        pattern: str,
+        targets: list[str],
+        since: float | None,
+        until: float | None,
+        limit: int,
+        sort: str,
+        access: Access,
+        result: dict[str, Any],
+    ) -> list[SearchHit]:
+        try:
+            query = fts_query(pattern)
+        except QuerySyntaxError as exc:
+            raise ToolArgumentError(f"'pattern': {exc}") from None
+        if query is None:
+            raise ToolArgumentError("'pattern' has no words to search for; use mode=regex")
+        by_relevance = sort == "relevance"
+        hits: list[SearchHit] = []
+        for target in targets:
+            hits += self.store.search_fulltext(
+                access.conversation_ids, query.expression, target, since, until, limit,
+                by_relevance, self.config.grep_relevance_window,
+                self.config.grep_whole_text_chars,
+            )  # fmt: skip
+        result["matched"] = "as written" if query.explicit else "any term"
+        result["_fts_query"] = query.expression
+        if by_relevance:
+            hits.sort(key=lambda h: h.score if h.score is not None else 0.0)
+        else:
+            hits.sort(key=lambda h: (h.created_at, h.id), reverse=True)
+        return _messages_first(hits, limit)
+
+    def _regex(
+        self,
+        pattern: str,
+        ignore_case: bool,
+        targets: list[str],
+        since: float | None,
+        until: float | None,
+        limit: int,
+        sort: str,
+        access: Access,
+        result: dict[str, Any],
+    ) -> list[SearchHit]:
+        cfg = self.config
+        try:
+            compiled = regex.compile(pattern, regex.IGNORECASE if ignore_case else 0)
+        except (regex.error, OverflowError, RecursionError) as exc:
+            raise ToolArgumentError(f"'pattern' is not a valid regex: {exc}") from None
+        deadline = time.monotonic() + cfg.grep_regex_timeout_seconds
+        per_target = max(1, cfg.grep_max_rows_scanned // len(targets))
+        found: list[tuple[SearchHit, int]] = []
+        scanned, timed_out, capped = 0, False, False
+        for target in targets:
+            rows = self.store.scan_recent(access.conversation_ids, target, since, until, per_target)
+            want = limit if sort == "recency" else cfg.grep_max_limit
+            scan = regex_scan(compiled, rows, want, deadline, cfg.grep_whole_text_chars)
+            scanned += scan.rows_scanned
+            timed_out = timed_out or scan.timed_out
+            capped = capped or scan.rows_scanned >= per_target
+            for hit, snippet, count in scan.hits:
+                found.append((_with_text(hit, snippet), count))
+        result.update(rows_scanned=scanned, timed_out=timed_out, scan_capped=capped)
+        if sort == "relevance":
+            found.sort(key=lambda f: (-f[1], -f[0].created_at))
+        else:
+            found.sort(key=lambda f: (f[0].created_at, f[0].id), reverse=True)
+        return _messages_first([h for h, _ in found], limit)
+
+    def _hit_item(
+        self, hit: SearchHit, access: Access, fts_query: str | None = None
+    ) -> dict[str, Any]:
+        item: dict[str, Any] = {
+            "id": message_ref(hit.id) if hit.kind == "message" else summary_ref(hit.id),
+            "kind": hit.kind,
+            "time": iso_time(hit.created_at),
+        }
+        if hit.kind == "message":
+            item["role"] = hit.role
+            item["seq"] = hit.seq
+            parent = self.store.parent_summary_of_message(hit.id)
+            item["covered_by"] = summary_ref(parent) if parent is not None else None
+        else:
+            item["depth"] = hit.depth
+        item["snippet"] = hit.text
+        if hit.kind == "summary" and fts_query is not None:
+            # The verbatim messages under this summary that match too: ids to expand.
+            summary = self.store.summary(hit.id)
+            if summary is not None:
+                inner = self.store.search_within(
+                    summary.conversation_id, summary.first_seq, summary.last_seq, fts_query,
+                    _INNER_HITS, min(self.config.grep_whole_text_chars, _INNER_WHOLE_CHARS),
+                    by_relevance=True,
+                )  # fmt: skip
+                item["matching_messages"] = [
+                    {"id": message_ref(h.id), "role": h.role, "seq": h.seq, "snippet": h.text}
+                    for h in inner
+                ]
+        if hit.score is not None:
+            item["score"] = round(-hit.score, 4)
+        grant = access.grant_for(hit.conversation_id)
+        if grant is not None:
+            item["_grant"] = grant.id
+            item["session"] = grant.parent_session_id
+        return item
+
+    # lcm_describe
+
+    def describe(self, args: dict[str, Any], access: Access) -> dict[str, Any]:
+        kind, obj = self._resolve(args, access)
+        include = _get(args, "include_content", bool, False)
+        if kind == "summary":
+            summary: StoredSummary = obj
+            _, sources = self.store.summary_source_ids(summary.id)
+            source_ref = message_ref if summary.kind == "leaf" else summary_ref
+            out: dict[str, Any] = {
+                "id": summary_ref(summary.id),
+                "kind": "summary",
+                "summary_kind": summary.kind,
+                "depth": summary.depth,
+                "token_count": summary.token_count,
+                "time_range": [iso_time(summary.earliest_at), iso_time(summary.latest_at)],
+                "message_seq_range": [summary.first_seq, summary.last_seq],
+                "descendant_messages": summary.descendant_messages,
+                "descendant_summaries": summary.descendant_summaries,
+                "source_tokens": summary.source_tokens,
+                "summarizer_level": summary.summarizer_level,
+                "sources": [source_ref(s) for s in sources[:_DESCRIBE_SOURCES]],
+                "sources_total": len(sources),
+                "lineage": [summary_ref(s) for s in self._ancestors("summary", summary.id)],
+            }
+            if include:
+                out["content"] = summary.content
+        else:
+            message: StoredMessage = obj
+            out = {
+                "id": message_ref(message.id),
+                "kind": "message",
+                "uid": message.message_uid,
+                "role": message.role,
+                "seq": message.seq,
+                "time": iso_time(message.created_at),
+                "token_count": message.token_count,
+                "tool_call_id": message.tool_call_id,
+                "tool_name": message.tool_name,
+                "large_output": message.externalized,
+                "lineage": [summary_ref(s) for s in self._ancestors("message", message.id)],
+            }
+            if include:
+                out.update(self._message_page(message, args))
+        via = self._covering_item(kind, obj)
+        out["in_active_context"] = via == out["id"]
+        out["in_active_context_via"] = via
+        grant = access.grant_for(obj.conversation_id)
+        if grant is not None:
+            out["_grant"] = grant.id
+            out["session"] = grant.parent_session_id
+        charged = self._charge([out], access)
+        if not charged:
+            return {"error": "sub-agent grant token cap reached; ask the parent agent instead"}
+        return charged[0]
+
+    def _ancestors(self, kind: str, ref_id: int) -> list[int]:
+        """The summaries above an item, nearest first (at most ``_LINEAGE_SHOWN``)."""
+        chain: list[int] = []
+        parent = (
+            self.store.parent_summary_of_message(ref_id)
+            if kind == "message"
+            else self.store.parent_summary_of_summary(ref_id)
+        )
+        while parent is not None and len(chain) < _LINEAGE_SHOWN:
+            chain.append(parent)
+            parent = self.store.parent_summary_of_summary(parent)
+        return chain
+
+    def _covering_item(self, kind: str, obj: StoredMessage | StoredSummary) -> str | None:
+        """The id of the active context item that holds or covers ``obj`` (None: an old
+        context, e.g. before a reset). Found by sequence range among the context items."""
+        seq = obj.seq if kind == "message" else obj.first_seq
+        items = self.store.context_items(obj.conversation_id)
+        for item in items:
+            if item.kind == kind and item.ref_id == obj.id:
+                return message_ref(obj.id) if kind == "message" else summary_ref(obj.id)
+        summaries = self.store.summaries_by_id(i.ref_id for i in items if i.kind == "summary")
+        for summary in summaries.values():
+            if summary.first_seq <= seq <= summary.last_seq:
+                return summary_ref(summary.id)
+        return None
+
+    # lcm_expand
+
+    def expand(self, args: dict[str, Any], access: Access) -> dict[str, Any]:
+        kind, obj = self._resolve(args, access)
+        max_tokens = _get(args, "max_tokens", int, self.config.expand_default_tokens, minimum=1)
+        max_tokens = min(max_tokens, self.config.expand_max_tokens)
+        grant = access.grant_for(obj.conversation_id)
+        if grant is not None:
+            max_tokens = min(max_tokens, max(0, grant.token_cap - grant.tokens_used))
+            if max_tokens <= 0:
+                return {"error": "sub-agent grant token cap reached; ask the parent agent instead"}
+        if kind == "message":
+            if args.get("max_tokens") is None:
+                max_tokens = self.config.expand_max_tokens
+                if grant is not None:
+                    max_tokens = min(max_tokens, grant.token_cap - grant.tokens_used)
+            out = {"id": message_ref(obj.id), "kind": "message"}
+            out.update(self._message_page(obj, {**args, "max_tokens": max_tokens}))
+            return self._charge_expansion(out, grant)
+        summary: StoredSummary = obj
+        start = _get(args, "start", int, 0, minimum=0)
+        source_kind, source_ids = self.store.summary_source_ids(summary.id)
+        out = {
+            "id": summary_ref(summary.id),
+            "kind": "summary",
+            "summary_kind": source_kind,
+            "depth": summary.depth,
+            "sources_total": len(source_ids),
+            "start": start,
+            "items": [],
+        }
+        used = 0
+        index = start
+        wanted = source_ids[start:]
+        if source_kind == "leaf":
+            loaded = self.store.messages_by_id(wanted[:256])
+            for message_id in wanted:
+                message = loaded.get(message_id) or self.store.message(message_id)
+                if message is None:
+                    break
+                if used + message.token_count > max_tokens:
+                    if not out["items"]:  # a message larger than the cap alone: page it
+                        item = {"id": message_ref(message.id), "seq": message.seq}
+                        item.update(self._message_page(message, {"max_tokens": max_tokens}))
+                        out["items"].append(item)
+                        index += 1
+                    break
+                out["items"].append(
+                    {
+                        "id": message_ref(message.id),
+                        "seq": message.seq,
+                        "time": iso_time(message.created_at),
+                        "message": verbatim_message(message),
+                    }
+                )
+                used += message.token_count
+                index += 1
+        else:
+            loaded_summaries = self.store.summaries_by_id(wanted[:256])
+            for summary_id in wanted:
+                child = loaded_summaries.get(summary_id) or self.store.summary(summary_id)
+                if child is None:
+                    break
+                cost = self.count(child.content)
+                if out["items"] and used + cost > max_tokens:
+                    break
+                out["items"].append(
+                    {
+                        "id": summary_ref(child.id),
+                        "summary_kind": child.kind,
+                        "depth": child.depth,
+                        "time_range": [iso_time(child.earliest_at), iso_time(child.latest_at)],
+                        "message_seq_range": [child.first_seq, child.last_seq],
+                        "content": child.content,
+                    }
+                )
+                used += cost
+                index += 1
+        out["next_start"] = index if index < len(source_ids) else None
+        return self._charge_expansion(out, grant)
+
+    def _charge_expansion(self, out: dict[str, Any], grant: Grant | None) -> dict[str, Any]:
+        if grant is not None:
+            tokens = self.count(json.dumps(out, ensure_ascii=False))
+            self.store.charge_grant(grant.id, tokens)
+            out["session"] = grant.parent_session_id
+        return out
+
+    def _message_page(self, message: StoredMessage, args: dict[str, Any]) -> dict[str, Any]:
+        """The message verbatim; its content paged when it exceeds the token cap."""
+        max_tokens = _get(args, "max_tokens", int, self.config.expand_default_tokens, minimum=1)
+        max_tokens = min(max_tokens, self.config.expand_max_tokens)
+        offset = _get(args, "offset", int, 0, minimum=0)
+        text = message.content
+        if offset > len(text):
+            raise ToolArgumentError(f"'offset' {offset} is past the end ({len(text)} characters)")
+        verbatim = verbatim_message(message)
+        if offset == 0 and message.token_count <= max_tokens:
+            return {"message": verbatim, "total_chars": len(text), "next_offset": None}
+        page, next_offset = _page(text, offset, max_tokens, self.count)
+        if isinstance(verbatim.get("content"), str):
+            verbatim["content"] = page
+        else:
+            verbatim = {k: v for k, v in verbatim.items() if k != "content"}
+            verbatim["content_text"] = page
+        return {
+            "message": verbatim,
+            "offset": offset,
+            "total_chars": len(text),
+            "next_offset": next_offset,
+            "paged": True,
+        }
+
+    # Shared.
+
+    def _resolve(self, args: dict[str, Any], access: Access) -> tuple[str, Any]:
+        ref = _get(args, "id", str)
+        if not ref:
+            raise ToolArgumentError("'id' is required: a summary id (sum_N) or message id (msg_N)")
+        ref = ref.strip()
+        match = _ID.match(ref)
+        allowed = set(access.conversation_ids)
+        obj: StoredMessage | StoredSummary | None = None
+        if match:
+            number = int(match.group(2))
+            kind = "summary" if match.group(1) == "sum" else "message"
+            obj = self.store.summary(number) if kind == "summary" else self.store.message(number)
+        elif _UID.match(ref):
+            kind = "message"
+            obj = self.store.message_by_uid(access.conversation_ids, ref.lower())
+        else:
+            raise ToolArgumentError(
+                f"'id' {ref[:80]!r} is not an id; use sum_N, msg_N or a 32-hex message uid "
+                "from lcm_grep or a summary header"
+            )
+        if obj is None or obj.conversation_id not in allowed:
+            raise ToolArgumentError(f"no summary or message {ref!r} in this conversation's history")
+        return kind, obj
+
+    def _charge(self, items: list[dict[str, Any]], access: Access) -> list[dict[str, Any]]:
+        """Drop granted items beyond their grant's token cap; charge the rest; cap the output."""
+        kept: list[dict[str, Any]] = []
+        charges: dict[int, int] = {}
+        size = 0
+        for item in items:
+            grant_id = item.pop("_grant", None)
+            encoded = json.dumps(item, ensure_ascii=False)
+            if kept and size + len(encoded) > self.config.tool_output_max_chars:
+                break
+            if grant_id is not None:
+                grant = next(g for g in access.grants.values() if g.id == grant_id)
+                cost = self.count(encoded)
+                if grant.tokens_used + charges.get(grant_id, 0) + cost > grant.token_cap:
+                    continue
+                charges[grant_id] = charges.get(grant_id, 0) + cost
+            kept.append(item)
+            size += len(encoded)
+        for grant_id, tokens in charges.items():
+            self.store.charge_grant(grant_id, tokens)
+        return kept
+
+
+def _messages_first(hits: list[SearchHit], limit: int) -> list[SearchHit]:
+    """Verbatim messages before summaries (kept in order); summaries keep a quarter of the
+    slots when both kinds matched."""
+    messages = [h for h in hits if h.kind == "message"]
+    summaries = [h for h in hits if h.kind == "summary"]
+    reserved = min(len(summaries), max(1, limit // 4)) if messages else len(summaries)
+    taken = messages[: max(0, limit - reserved)]
+    return (taken + summaries)[:limit]
+
+
+def _with_text(hit: SearchHit, text: str) -> SearchHit:
+    return SearchHit(
+        hit.kind, hit.id, hit.conversation_id, hit.created_at, text, hit.role, hit.seq, hit.depth
+    )
+
+
+def _page(
+    text: str, offset: int, max_tokens: int, count: Callable[[str], int]
+) -> tuple[str, int | None]:
+    """The longest prefix of ``text[offset:]`` we try within ``max_tokens``, and the next offset."""
+    size = max_tokens * _CHARS_PER_TOKEN_GUESS
+    piece = text[offset : offset + size]
+    while len(piece) > 1 and count(piece) > max_tokens:
+        piece = piece[: int(len(piece) * 0.85)]
+    end = offset + len(piece)
+    return piece, (end if end < len(text) else None)

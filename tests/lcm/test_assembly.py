@@ -1,0 +1,132 @@
+"""Assembly: budget, exact estimate, stability, drop order, protected tail, large outputs."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import count_tokens, drive, make_engine, turn, uid
+
+from ctxengine_host.validity import sequence_problems
+
+
+def _body(result):
+    return result.messages[1:]
+
+
+def test_within_budget_exact_estimate_and_valid(tmp_path):
+    engine = make_engine(tmp_path)
+    history = drive(engine, 60)
+    for budget in (6000, 3000, 1500):
+        result = engine.select_context(history, budget_tokens=budget)
+        assert result.estimated_tokens == count_tokens(result.messages)
+        assert result.estimated_tokens <= budget - count_tokens(result.system_prompt_addition)
+        assert not sequence_problems(result.messages)
+        assert result.messages[0] == history[0]  # the system prompt is kept first
+        assert "lcm_grep" in result.system_prompt_addition
+
+
+def test_same_list_when_nothing_changed(tmp_path):
+    engine = make_engine(tmp_path)
+    history = drive(engine, 30)
+    first = engine.select_context(history, budget_tokens=6000)
+    second = engine.select_context(history, budget_tokens=6000)
+    assert first.messages == second.messages
+    assert first.estimated_tokens == second.estimated_tokens
+    batch = turn(999)
+    engine.ingest("s1", batch)
+    third = engine.select_context(history + batch, budget_tokens=6000)
+    assert third.messages != second.messages
+    assert third.messages[-1]["message_uid"] == batch[-1]["message_uid"]
+
+
+def test_summaries_are_marked_with_ids_and_time_range(tmp_path):
+    engine = make_engine(tmp_path)
+    history = drive(engine, 40)
+    result = engine.select_context(history, budget_tokens=6000)
+    summary = result.messages[1]
+    assert summary["role"] == "user"
+    assert summary["content"].startswith("[Summary sum_")
+    assert "Z to 20" in summary["content"] and "lcm_expand(id=" in summary["content"]
+
+
+def test_oldest_summaries_dropped_first_and_newest_user_turn_kept(tmp_path):
+    engine = make_engine(tmp_path)
+    history = drive(engine, 60)
+    full = engine.select_context(history, budget_tokens=6000)
+    tight = engine.select_context(history, budget_tokens=900)
+    assert tight.estimated_tokens <= 900
+    newest_user = next(m for m in reversed(history) if m["role"] == "user")
+    assert newest_user in _body(tight)
+    # What survives is a suffix of the full selection (the oldest parts went first).
+    full_body, tight_body = _body(full), _body(tight)
+    tail = [m for m in tight_body if "message_uid" in m]
+    assert tail == full_body[len(full_body) - len(tail) :]
+
+
+def test_fresh_tail_never_splits_the_newest_user_turn(tmp_path):
+    engine = make_engine(tmp_path, fresh_tail_messages=2)
+    history = drive(engine, 20)
+    # A long agent loop after one user message: 30 tool round trips.
+    batch = [{"role": "user", "content": "refactor everything", "message_uid": uid()}]
+    for n in range(30):
+        call = f"loop_{n}"
+        batch += [
+            {
+                "role": "assistant",
+                "content": None,
+                "message_uid": uid(),
+                "tool_calls": [
+                    {
+                        "id": call,
+                        "type": "function",
+                        "function": {"name": "edit", "arguments": "{}"},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": call, "content": f"edited {n}", "message_uid": uid()},
+        ]
+    engine.ingest("s1", batch)
+    engine.compress(history + batch, force=True)
+    result = engine.select_context(history + batch, budget_tokens=6000)
+    uids = [m.get("message_uid") for m in result.messages]
+    assert all(m["message_uid"] in uids for m in batch)  # the whole newest turn is raw
+
+
+def test_large_tool_output_kept_outside_the_context(tmp_path):
+    engine = make_engine(tmp_path, large_output_tokens=500)
+    history = drive(engine, 3)
+    big = "\n".join(f"line {i}: secret-{i * 7} payload" for i in range(2000))
+    batch = [
+        {"role": "user", "content": "dump the log", "message_uid": uid()},
+        {
+            "role": "assistant",
+            "content": None,
+            "message_uid": uid(),
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "cat", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": big, "message_uid": uid()},
+    ]
+    engine.ingest("s1", batch)
+    result = engine.select_context(history + batch, budget_tokens=6000)
+    stub = result.messages[-1]
+    assert stub["role"] == "tool" and stub["tool_call_id"] == "c1"
+    assert len(stub["content"]) < 2000 and batch[-1]["message_uid"] in stub["content"]
+    # The output is stored once, verbatim, and comes back whole through paging.
+    pieces, offset = [], 0
+    while offset is not None:
+        out = json.loads(
+            engine.handle_tool_call(
+                "lcm_expand", {"id": batch[-1]["message_uid"], "offset": offset, "max_tokens": 3000}
+            )
+        )
+        pieces.append(out["message"]["content"])
+        offset = out["next_offset"]
+    assert "".join(pieces) == big and len(pieces) > 2
+    hits = json.loads(engine.handle_tool_call("lcm_grep", {"pattern": "secret-13965"}))
+    assert hits["results"][0]["role"] == "tool"
+    (count,) = engine.store._conn.execute(
+        "SELECT COUNT(*) FROM messages WHERE content LIKE '%secret-13965%'"
+    ).fetchone()
+    assert count == 1

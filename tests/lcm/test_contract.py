@@ -1,0 +1,16 @@
+"""The contract test kit (ctxengine_host.testing) run against the LCM engine."""
+
+from __future__ import annotations
+
+import pytest
+
+from ctxengine_host.testing import ContextEngineContract
+from ctxengine_lcm.engine import LcmEngine
+
+
+class TestLcmContract(ContextEngineContract):
+    @pytest.fixture
+    def engine(self, engine_context):
+        engine = LcmEngine(context=engine_context)
+        yield engine
+        engine.dispose()

@@ -1,0 +1,247 @@
+"""Recall tools: results, limits, bad arguments, hostile regexes, FTS injection."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+
+import pytest
+from conftest import drive, make_engine, uid
+
+
+@pytest.fixture(scope="module")
+def driven(tmp_path_factory):
+    engine = make_engine(tmp_path_factory.mktemp("tools"))
+    drive(engine, 60)
+    yield engine
+    engine.dispose()
+
+
+def call(engine, name, args):
+    raw = engine.handle_tool_call(name, args)
+    return json.loads(raw)
+
+
+def test_schemas_name_the_three_tools(driven):
+    names = [s["name"] for s in driven.get_tool_schemas()]
+    assert names == ["lcm_grep", "lcm_expand", "lcm_describe"]
+
+
+def test_fulltext_finds_a_compacted_fact_and_its_lineage(driven):
+    out = call(driven, "lcm_grep", {"pattern": "fact7 value7", "scope": "messages"})
+    assert out["matched"] == "any term" and out["sort"] == "relevance"
+    hit = out["results"][0]  # holds both terms: ranked above texts holding one
+    assert hit["role"] == "assistant" and hit["snippet"] == "answer 7: fact7 is value7"
+    assert hit["covered_by"].startswith("sum_")
+    expanded = call(driven, "lcm_expand", {"id": hit["id"]})
+    assert expanded["message"]["content"] == "answer 7: fact7 is value7"
+
+
+def test_fulltext_needs_no_every_word_and_ranks_more_terms_first(driven):
+    out = call(driven, "lcm_grep", {"pattern": "fact9 nonexistentword", "scope": "messages"})
+    assert out["matched"] == "any term"
+    assert "fact9" in out["results"][0]["snippet"]
+    both = call(driven, "lcm_grep", {"pattern": "answer value9", "scope": "messages"})
+    assert both["results"][0]["snippet"] == "answer 9: fact9 is value9"
+
+
+def test_stemming_finds_other_forms_of_a_word(tmp_path):
+    engine = make_engine(tmp_path)
+    engine.ingest("s1", [{"role": "user", "content": "The exporter releases builds nightly.",
+                          "message_uid": uid()}])  # fmt: skip
+    for query in ("release", "released builds", "releasing"):
+        out = call(engine, "lcm_grep", {"pattern": query})
+        assert out["count"] == 1, query
+
+
+def test_phrases_and_explicit_operators_keep_their_meaning(driven):
+    phrase = call(driven, "lcm_grep", {"pattern": '"fact7 is value7"', "scope": "messages"})
+    assert [r["snippet"] for r in phrase["results"]] == ["answer 7: fact7 is value7"]
+    assert phrase["matched"] == "any term"
+    both = call(driven, "lcm_grep", {"pattern": "fact7 AND value8", "scope": "messages"})
+    assert both["matched"] == "as written" and both["count"] == 0
+    either = call(driven, "lcm_grep", {"pattern": "fact7 OR fact8", "scope": "messages"})
+    assert {r["snippet"] for r in either["results"]} >= {
+        "answer 7: fact7 is value7", "answer 8: fact8 is value8"}  # fmt: skip
+    without = call(driven, "lcm_grep", {"pattern": "answer NOT fact7", "limit": 100})
+    assert without["count"] > 0
+    assert all("fact7" not in r["snippet"] for r in without["results"])
+    prefix = call(driven, "lcm_grep", {"pattern": "value1*", "scope": "messages", "limit": 100})
+    assert any("value12" in r["snippet"] for r in prefix["results"])
+    bad = call(driven, "lcm_grep", {"pattern": "NOT fact7"})
+    assert "NOT needs a term before it" in bad["error"]
+
+
+def test_recency_sort_is_still_available(driven):
+    out = call(driven, "lcm_grep", {"pattern": "answer", "sort": "recency", "limit": 5})
+    seqs = [r["seq"] for r in out["results"] if r["kind"] == "message"]
+    assert seqs == sorted(seqs, reverse=True) and out["sort"] == "recency"
+
+
+def test_limit_sort_scope_and_time_range(driven):
+    out = call(
+        driven,
+        "lcm_grep",
+        {"pattern": "answer", "limit": 5, "scope": "messages", "sort": "recency"},
+    )
+    assert out["count"] == 5
+    seqs = [r["seq"] for r in out["results"]]
+    assert seqs == sorted(seqs, reverse=True)  # recency: newest first
+    rel = call(driven, "lcm_grep", {"pattern": "answer", "sort": "relevance", "limit": 500})
+    assert rel["count"] == driven.settings.grep_max_limit or rel["count"] <= 100
+    summaries = call(driven, "lcm_grep", {"pattern": "question", "scope": "summaries"})
+    assert summaries["count"] > 0 and all(r["kind"] == "summary" for r in summaries["results"])
+    future = call(driven, "lcm_grep", {"pattern": "answer", "since": time.time() + 3600})
+    assert future["count"] == 0
+    past = call(driven, "lcm_grep", {"pattern": "answer", "until": "2000-01-01T00:00:00Z"})
+    assert past["count"] == 0
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        'fact7" OR "fact8',
+        "NEAR(fact7 fact8)",
+        "content:fact7",
+        "fact*",
+        "^fact7",
+        '"',
+        "(((",
+        "a AND",
+    ],
+)
+def test_fts_syntax_in_user_input_is_matched_literally(driven, pattern):
+    out = call(driven, "lcm_grep", {"pattern": pattern})
+    assert "error" not in out or "no words" in out["error"]
+    if pattern == "content:fact7":
+        # A column filter is a word to match, not syntax: every hit holds fact7.
+        assert all("fact7" in r["snippet"] for r in out["results"] if r["kind"] == "message")
+
+
+def test_regex_mode_finds_matches(driven):
+    out = call(driven, "lcm_grep", {"pattern": r"fact1\d is value1\d", "mode": "regex"})
+    assert out["count"] >= 5 and not out["timed_out"]
+    assert all("fact1" in r["snippet"] for r in out["results"] if r["kind"] == "message")
+
+
+def test_hostile_regexes_return_within_the_time_limit(tmp_path):
+    engine = make_engine(tmp_path, grep_regex_timeout_seconds=0.3)
+    drive(engine, 3)
+    victim = "a" * 40_000 + "!"
+    engine.ingest("s1", [{"role": "user", "content": victim, "message_uid": uid()}])
+    for hostile in (r"(a+)+$", r"(a|aa)+$", r"(?:a*)*!z", r"(a+a+)+$"):
+        started = time.monotonic()
+        out = call(engine, "lcm_grep", {"pattern": hostile, "mode": "regex"})
+        assert time.monotonic() - started < 3.0
+        assert "error" not in out and (out["timed_out"] or out["count"] == 0)
+    assert call(engine, "lcm_grep", {"pattern": r"(a+)+$", "mode": "regex"})["timed_out"]
+
+
+def test_regex_scan_is_capped(tmp_path):
+    engine = make_engine(tmp_path, grep_max_rows_scanned=50)
+    drive(engine, 40)
+    out = call(engine, "lcm_grep", {"pattern": "zzz-not-there", "mode": "regex"})
+    assert out["rows_scanned"] <= 50 and out["scan_capped"]
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "needle"),
+    [
+        ("lcm_grep", {}, "'pattern' is required"),
+        ("lcm_grep", {"pattern": 7}, "must be a string"),
+        ("lcm_grep", {"pattern": "x", "mode": "fuzzy"}, "must be one of"),
+        ("lcm_grep", {"pattern": "x", "limit": 0}, "at least 1"),
+        ("lcm_grep", {"pattern": "x", "limit": True}, "not a boolean"),
+        ("lcm_grep", {"pattern": "x", "since": "yesterday"}, "ISO 8601"),
+        ("lcm_grep", {"pattern": "(", "mode": "regex"}, "not a valid regex"),
+        ("lcm_grep", {"pattern": "x" * 5000}, "limit is"),
+        ("lcm_grep", {"pattern": "!!!"}, "no words"),
+        ("lcm_grep", ["not", "a", "dict"], "JSON object"),
+        ("lcm_describe", {}, "'id' is required"),
+        ("lcm_describe", {"id": "../../etc/passwd"}, "not an id"),
+        ("lcm_describe", {"id": "sum_999999"}, "no summary or message"),
+        ("lcm_expand", {"id": "msg_1", "max_tokens": -5}, "at least 1"),
+        ("lcm_expand", {"id": "msg_1", "offset": 10**9}, "past the end"),
+        ("lcm_expand", {"id": "sum_1", "start": "x"}, "must be an integer"),
+        ("lcm_unknown", {}, "Unknown context engine tool"),
+    ],
+)
+def test_bad_arguments_give_json_errors(driven, name, args, needle):
+    out = call(driven, name, args)
+    assert needle in out["error"]
+
+
+def test_arguments_as_json_text_are_accepted(driven):
+    out = json.loads(driven.handle_tool_call("lcm_grep", '{"pattern": "fact3"}'))
+    assert out["count"] >= 1
+    bad = json.loads(driven.handle_tool_call("lcm_grep", "{not json"))
+    assert "not valid JSON" in bad["error"]
+
+
+def test_expand_respects_the_token_cap(driven):
+    sid = next(
+        i.ref_id for i in driven.store.context_items(driven._conversation()) if i.kind == "summary"
+    )
+    out = call(driven, "lcm_expand", {"id": f"sum_{sid}", "max_tokens": 200})
+    assert out["items"]
+    assert len(json.dumps(out)) < 200 * 4 * 4
+
+
+def test_describe_returns_metadata(driven):
+    hit = call(driven, "lcm_grep", {"pattern": "fact2", "scope": "messages"})["results"][0]
+    desc = call(driven, "lcm_describe", {"id": hit["id"], "include_content": True})
+    assert desc["role"] == "assistant" and desc["lineage"][0] == hit["covered_by"]
+    assert desc["message"]["content"] == "answer 2: fact2 is value2"
+    top = call(driven, "lcm_describe", {"id": desc["lineage"][-1]})
+    assert (
+        top["kind"] == "summary" and top["sources_total"] >= 1 and top["in_active_context"] is True
+    )
+    assert top["descendant_messages"] >= 1 and len(top["time_range"]) == 2
+
+
+def test_summary_hits_name_the_matching_messages_under_them(driven):
+    (text,) = driven.store._conn.execute("SELECT content FROM summaries LIMIT 1").fetchone()
+    topic = re.search(r"topic\d+", text).group(0)
+    out = call(driven, "lcm_grep", {"pattern": topic, "scope": "summaries"})
+    hit = next(r for r in out["results"] if r["matching_messages"])
+    inner = hit["matching_messages"][0]
+    assert f"about {topic}:" in inner["snippet"]
+    # The message is a descendant of the summary: its lineage passes through it.
+    desc = call(driven, "lcm_describe", {"id": inner["id"]})
+    assert hit["id"] in desc["lineage"]
+
+
+def test_inner_hits_rank_the_message_holding_most_terms_first(tmp_path):
+    """Under a summary, a long log holding most of the query's terms beats short texts
+    that repeat one term (bm25 alone ranks those first), and its snippet shows the line."""
+    engine = make_engine(tmp_path)
+    noise = [
+        {"role": "user", "content": f"export export export note {n}", "message_uid": uid()}
+        for n in range(30)
+    ]
+    lines = [f"09:15:{n % 60:02d} INFO worker heartbeat seq={n} all quiet" for n in range(600)]
+    lines[300] = "ERROR scheduler.export deadline exceeded code=QX-4411 (customer-facing)"
+    log = {"role": "user", "content": "\n".join(lines), "message_uid": uid()}
+    engine.ingest("s1", [*noise[:15], log, *noise[15:]])
+    conversation = engine._conversation()
+    store = engine.store
+    from ctxengine_lcm.search import fts_query
+
+    query = fts_query("customers scheduler export code deadline").expression
+    hits = store.search_within(conversation, 1, 31, query, 5, 300, by_relevance=True)
+    assert hits[0].id == store.message_by_uid([conversation], log["message_uid"]).id
+    assert "QX-4411" in hits[0].text
+    plain = store.search_fulltext([conversation], query, "messages", None, None, 3, True, 100)
+    assert len(plain) == 3
+
+
+def test_query_building_is_injection_proof():
+    from ctxengine_lcm.search import fts_query, query_operands
+
+    built = fts_query('a" OR x:y NEAR(b) "c d" e* AND f NOT g (( "')
+    assert built.expression == '"a""" OR "x:y" OR "NEAR(b)" OR "c d" OR "e" * AND "f" NOT "g"'
+    assert query_operands(built.expression) == ['"a"""', '"x:y"', '"NEAR(b)"', '"c d"', '"e" *',
+                                                '"f"', '"g"']  # fmt: skip
+    assert fts_query("AND OR ((") is None
+    assert fts_query("x\x00y").expression == '"x" OR "y"'  # a NUL would cut the query short
