@@ -1,0 +1,2 @@
+def handle_window_stats(args=None):
+    return "window-lite is active"

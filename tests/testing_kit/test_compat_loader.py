@@ -1,0 +1,184 @@
+"""Framework-style plugin directories load unchanged and pass the contract kit."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from host_core.distfactory import engine_module
+
+from ctxengine_host.compat import PluginRegistrar, is_shim, load_plugin_directory
+from ctxengine_host.discovery import list_engines, load_engine_factory
+from ctxengine_host.engine import ContextEngine
+from ctxengine_host.testing import ContextEngineContract, samples
+
+from .framework_plugin import PLUGIN_NAME, write_plugin
+
+
+@pytest.fixture
+def plugin_dir(tmp_path):
+    return write_plugin(tmp_path / "plugins")
+
+
+def test_plugin_directory_loads_unchanged(plugin_dir, caplog):
+    caplog.set_level(logging.INFO, logger="ctxengine.compat")
+    engines = load_plugin_directory(plugin_dir)
+    assert len(engines) == 1
+    engine = engines[0]
+    assert engine.name == PLUGIN_NAME
+    assert isinstance(engine, ContextEngine)
+    assert is_shim(sys.modules["agent.context_engine"])
+    # register(ctx) also registered a command: accepted and noted, not an error.
+    assert "register_command('window-stats')" in caplog.text
+    # The relative imports resolved inside the synthetic package.
+    assert type(engine).__module__.endswith(".engine")
+
+
+def test_loading_twice_gives_fresh_engines_from_one_import(plugin_dir):
+    first = load_plugin_directory(plugin_dir)[0]
+    second = load_plugin_directory(plugin_dir)[0]
+    assert first is not second
+    assert type(first) is type(second)
+
+
+def test_exported_subclass_without_register(tmp_path):
+    directory = tmp_path / "plain-export"
+    directory.mkdir()
+    (directory / "plugin.yaml").write_text("name: plain-export\n")
+    (directory / "__init__.py").write_text(
+        engine_module("PlainEngine", "plain-export", base="agent.context_engine")
+    )
+    [cls] = load_plugin_directory(directory)
+    assert cls.__name__ == "PlainEngine"
+    assert cls().name == "plain-export"
+
+
+def test_discovery_lists_and_loads_the_directory_engine(plugin_dir, monkeypatch):
+    monkeypatch.setenv("CTXENGINE_PLUGINS_DIR", str(plugin_dir.parent))
+    [entry] = [e for e in list_engines() if e.name == PLUGIN_NAME]
+    assert entry.source == "directory"
+    engine = load_engine_factory(entry)()
+    assert engine.name == PLUGIN_NAME
+
+
+def test_an_installed_framework_wins_over_the_shims(tmp_path):
+    """With a real ``agent`` package on the path, the shims stay out of the way."""
+    real = tmp_path / "site" / "agent"
+    real.mkdir(parents=True)
+    (real / "__init__.py").write_text("")
+    (real / "context_engine.py").write_text(
+        textwrap.dedent(
+            """\
+            import abc
+
+            class ContextEngine(abc.ABC):
+                REAL_FRAMEWORK = True
+            """
+        )
+    )
+    script = textwrap.dedent(
+        """\
+        from ctxengine_host.compat import FrameworkEngineAdapter, install_framework_shims, is_shim
+        from ctxengine_legacy.engine import LegacyEngine
+        install_framework_shims()
+        import agent.context_engine as ce
+        assert not is_shim(ce) and ce.ContextEngine.REAL_FRAMEWORK
+        adapter = FrameworkEngineAdapter(LegacyEngine())
+        assert isinstance(adapter, ce.ContextEngine)
+        # Submodules the real framework lacks are still provided.
+        from agent.context_compressor import resolve_model_threshold
+        print("ok", resolve_model_threshold("gpt-4o", {"gpt-4o": 0.5}))
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
+    proc = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "ok 0.5"
+
+
+class TestFrameworkPluginContract(ContextEngineContract):
+    """The framework-style engine, loaded unchanged, passes our whole contract kit."""
+
+    @pytest.fixture
+    def engine(self, plugin_dir):
+        return load_plugin_directory(plugin_dir)[0]
+
+    @pytest.fixture
+    def plugin_dir(self, tmp_path):
+        return write_plugin(tmp_path / "plugins")
+
+
+def test_framework_plugin_drives_a_replay(tmp_path, plugin_dir):
+    """`ctxengine replay --engine window-lite` runs the unchanged plugin through the runtime."""
+    session = tmp_path / "session.jsonl"
+    session.write_text(
+        "".join(json.dumps(m) + "\n" for m in samples.conversation(30, marker="replay"))
+    )
+    env = {
+        **os.environ,
+        "CTXENGINE_PLUGINS_DIR": str(plugin_dir.parent),
+        "CTXENGINE_DATA_DIR": str(tmp_path / "data"),
+        "CTXENGINE_QUARANTINE_FILE": str(tmp_path / "quarantine.jsonl"),
+    }
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ctxengine_host.cli",
+            "replay",
+            str(session),
+            "--engine",
+            PLUGIN_NAME,
+            "--context-length",
+            "6000",
+            "--json",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["engine"]["name"] == PLUGIN_NAME and not report["engine"]["fallback"]
+    assert report["engine"]["tools"] == ["window_stats"]
+    summary = report["summary"]
+    assert summary["turns"] == 30 and summary["quarantines"] == 0
+    assert summary["turns_over_budget"] == 0
+    # The plugin's select_context shaped the requests: far fewer tokens than the history.
+    assert summary["tokens_saved_ratio"] > 0.3
+
+
+def test_same_name_from_another_directory_does_not_reuse_its_modules(tmp_path):
+    first = load_plugin_directory(write_plugin(tmp_path / "a"))[0]
+    second_dir = write_plugin(tmp_path / "b")
+    engine_py = second_dir / "engine.py"
+    source = engine_py.read_text().replace("self.turns_seen = 0", "self.turns_seen = 7")
+    engine_py.write_text(source)
+    second = load_plugin_directory(second_dir)[0]
+    assert (first.turns_seen, second.turns_seen) == (0, 7)
+
+
+def test_registrar_accepts_framework_registrations(caplog):
+    caplog.set_level(logging.INFO, logger="ctxengine.compat")
+    ctx = PluginRegistrar("demo", config={"depth": 3})
+    ctx.register_hook("post_llm_call", print)
+    ctx.register_tool({"name": "demo_tool"})
+    ctx.register_cli_command("demo-cli")  # any register_* call is accepted
+    assert ctx.get_config() == {"depth": 3} and ctx.get_config("depth") == 3
+    assert ctx.get_config("missing", "default") == "default"
+    first, second = object(), object()
+    ctx.register_context_engine(first)
+    ctx.register_context_engine(second)
+    assert ctx.engine is first and "rejected" in ctx.warnings[0]
+    assert len(ctx.notes) == 3 and "register_cli_command('demo-cli')" in caplog.text
+    with pytest.raises(AttributeError):
+        ctx.unregister_everything  # noqa: B018
