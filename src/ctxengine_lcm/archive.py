@@ -1,0 +1,184 @@
+"""Moving LCM histories between stores (``ctxengine export`` / ``ctxengine import``).
+
+Registered under the entry point group ``ctxengine.archivers``, so the host's CLI
+moves this engine's data without importing it by name. A session's history is
+exported as its conversations (oldest generation first), each with its messages in
+sequence order and its summaries in creation order; import replays them through the
+:class:`~ctxengine_lcm.store.LcmStore` protocol (append the messages, then apply each
+summary to the run of context items it replaced), so any backend can be the target
+and the DAG, uids and active context come out the same. Sub-agent grants are
+short-lived and not moved.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from .backend import open_lcm_store
+from .config import LcmConfig, resolve_database_path
+from .store import ContextItem, LcmStore, NewMessage, NewSummary, StoredMessage, StoredSummary
+
+_MESSAGE_FIELDS = (
+    "message_uid",
+    "role",
+    "content",
+    "extra_json",
+    "tool_call_id",
+    "tool_name",
+    "token_count",
+    "context_tokens",
+    "externalized",
+    "created_at",
+)
+_SUMMARY_FIELDS = (
+    "kind",
+    "depth",
+    "content",
+    "token_count",
+    "earliest_at",
+    "latest_at",
+    "first_seq",
+    "last_seq",
+    "descendant_messages",
+    "descendant_summaries",
+    "source_tokens",
+    "summarizer_level",
+)
+
+
+class LcmArchiver:
+    """Export and import one session's LCM history at a time."""
+
+    def __init__(self, config: dict[str, Any] | None, data_dir: Path) -> None:
+        self.settings = LcmConfig.model_validate(config or {})
+        self.data_dir = Path(data_dir)
+        self._store: LcmStore | None = None
+
+    @property
+    def location(self) -> str:
+        database = self.settings.database
+        if database and "://" in database and not database.startswith("sqlite:///"):
+            return database
+        return str(resolve_database_path(database, self.data_dir))
+
+    def exists(self) -> bool:
+        """False for a SQLite file that was never created (nothing to export)."""
+        return "://" in self.location or Path(self.location).exists()
+
+    @property
+    def store(self) -> LcmStore:
+        if self._store is None:
+            self._store = open_lcm_store(self.settings, self.data_dir)
+        return self._store
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    def export_session(self, session_id: str) -> dict[str, Any] | None:
+        """The session's conversations, or None when it has no LCM history."""
+        ids = sorted(self.store.session_conversation_ids(session_id))
+        if not ids:
+            return None
+        return {"conversations": [self._export_conversation(i) for i in ids]}
+
+    def _export_conversation(self, conversation_id: int) -> dict[str, Any]:
+        store = self.store
+        messages: dict[int, StoredMessage] = {}
+        summaries: dict[int, StoredSummary] = {}
+        sources: dict[int, list[int]] = {}
+        pending = [(i.kind, i.ref_id) for i in store.context_items(conversation_id)]
+        while pending:
+            kind, ref = pending.pop()
+            if kind == "message":
+                messages[ref] = store.message(ref)  # type: ignore[assignment]
+                continue
+            summaries[ref] = store.summary(ref)  # type: ignore[assignment]
+            source_kind, refs = store.summary_source_ids(ref)
+            sources[ref] = refs
+            pending.extend(("message" if source_kind == "leaf" else "summary", r) for r in refs)
+        return {
+            "messages": [
+                {"id": m.id, **{f: getattr(m, f) for f in _MESSAGE_FIELDS}}
+                for m in sorted(messages.values(), key=lambda m: m.seq)
+            ],
+            "summaries": [
+                {
+                    "id": s.id,
+                    "sources": sources[s.id],
+                    **{f: getattr(s, f) for f in _SUMMARY_FIELDS},
+                }
+                for s in sorted(summaries.values(), key=lambda s: s.id)
+            ],
+            "context": [
+                asdict(i) for i in store.context_items(conversation_id)
+            ],  # for verification
+        }
+
+    def import_session(self, session_id: str, data: dict[str, Any]) -> bool:
+        """Replay the history into this store; False (nothing written) if it has one already."""
+        if self.store.session_conversation_ids(session_id):
+            return False
+        for n, conversation in enumerate(data["conversations"]):
+            target = (
+                self.store.current_conversation(session_id)
+                if n == 0
+                else self.store.start_new_conversation(session_id)
+            )
+            self._import_conversation(target.id, conversation)
+        return True
+
+    def _import_conversation(self, conversation_id: int, data: dict[str, Any]) -> None:
+        store = self.store
+        rows = data["messages"]
+        store.append_messages(
+            conversation_id, [NewMessage(**{f: m[f] for f in _MESSAGE_FIELDS}) for m in rows]
+        )
+        items = store.context_items(conversation_id)
+        new_id = {("message", m["id"]): item.ref_id for m, item in zip(rows, items, strict=True)}
+        for summary in data["summaries"]:
+            kind = "message" if summary["kind"] == "leaf" else "summary"
+            refs = [new_id[(kind, old)] for old in summary["sources"]]
+            start = next(i for i, item in enumerate(items) if item.ref_id == refs[0] and (
+                item.kind == kind
+            ))  # fmt: skip
+            run = items[start : start + len(refs)]
+            if [(i.kind, i.ref_id) for i in run] != [(kind, r) for r in refs]:
+                raise ValueError(
+                    f"summary {summary['id']}: its sources are not one run of the context; "
+                    "the archive is damaged"
+                )
+            draft = NewSummary(**{f: summary[f] for f in _SUMMARY_FIELDS}, source_ids=tuple(refs))
+            created = store.replace_with_summary(conversation_id, run, draft)
+            if created is None:
+                raise RuntimeError(f"summary {summary['id']}: the context changed during import")
+            new_id[("summary", summary["id"])] = created
+            replacement = ContextItem(
+                run[0].ordinal, "summary", created, summary["token_count"], summary["depth"], ""
+            )
+            items[start : start + len(refs)] = [replacement]
+
+    @staticmethod
+    def counts_in(data: dict[str, Any]) -> dict[str, int]:
+        """The counts :meth:`counts` gives, read from an exported history."""
+        conversations = data["conversations"]
+        return {
+            "conversations": len(conversations),
+            "messages": sum(len(c["messages"]) for c in conversations),
+            "summaries": sum(len(c["summaries"]) for c in conversations),
+            "context_items": sum(len(c["context"]) for c in conversations),
+        }
+
+    def counts(self, session_id: str) -> dict[str, int]:
+        """What verification compares: conversations, messages, summaries, context items."""
+        out = {"conversations": 0, "messages": 0, "summaries": 0, "context_items": 0}
+        for conversation_id in self.store.session_conversation_ids(session_id):
+            stats = self.store.stats(conversation_id)
+            out["conversations"] += 1
+            out["messages"] += stats["stored_messages"]
+            out["context_items"] += stats["context_items"]
+            out["summaries"] += len(self._export_conversation(conversation_id)["summaries"])
+        return out

@@ -1,0 +1,791 @@
+"""The PostgreSQL implementation of :class:`~ctxengine_lcm.store.LcmStore`.
+
+Same tables and rules as the SQLite store, for many processes at once: every write
+locks its conversation row (``FOR UPDATE``), so appends and compaction steps of one
+conversation are serialized across processes; message uids are unique per
+conversation, so a retried ingest never stores a message twice. Full-text search
+uses a stored ``tsvector`` column with a GIN index; the row scans behind regex
+search run under ``statement_timeout``.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, Literal
+
+from ctxengine_host.pg import (
+    PgTarget,
+    PgUnavailable,
+    Schema,
+    advisory_key,
+    open_checked,
+    parse_url,
+    read,
+    transaction,
+    xact_lock,
+)
+
+from .faults import fault_point
+from .store import (
+    ContextItem,
+    Conversation,
+    Grant,
+    NewMessage,
+    NewSummary,
+    SearchHit,
+    StoredMessage,
+    StoredSummary,
+    SummaryKind,
+)
+from .store_common import (
+    DeadlinePassed,
+    StoreCommon,
+    first_unseen,
+    grant_insert_params,
+    message_from_row,
+    run_unchanged,
+    scan_hits,
+    stats_report,
+    summary_insert_params,
+)
+
+#: Text search configuration (stemming like the SQLite store's porter tokenizer).
+TS_CONFIG = "english"
+#: Longest prefix of a text that is indexed (tsvector values are capped at 1 MB).
+_INDEXED_CHARS = 400_000
+
+LCM_SCHEMA = Schema(
+    "lcm",
+    (
+        f"""
+        CREATE TABLE lcm_conversations(
+            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            session_id TEXT NOT NULL,
+            generation INTEGER NOT NULL,
+            is_current BOOLEAN NOT NULL DEFAULT TRUE,
+            created_at DOUBLE PRECISION NOT NULL,
+            context_tokens BIGINT NOT NULL DEFAULT 0,
+            context_version BIGINT NOT NULL DEFAULT 0,
+            message_count BIGINT NOT NULL DEFAULT 0,
+            next_ordinal BIGINT NOT NULL DEFAULT 0,
+            UNIQUE(session_id, generation)
+        );
+        CREATE UNIQUE INDEX lcm_conversations_current ON lcm_conversations(session_id)
+            WHERE is_current;
+        CREATE TABLE lcm_messages(
+            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            conversation_id BIGINT NOT NULL REFERENCES lcm_conversations(id),
+            seq BIGINT NOT NULL,
+            message_uid TEXT NOT NULL,
+            role TEXT NOT NULL,
+            content TEXT NOT NULL,
+            extra_json TEXT NOT NULL,
+            tool_call_id TEXT,
+            tool_name TEXT,
+            token_count INTEGER NOT NULL,
+            context_tokens INTEGER NOT NULL,
+            externalized BOOLEAN NOT NULL DEFAULT FALSE,
+            created_at DOUBLE PRECISION NOT NULL,
+            tsv tsvector GENERATED ALWAYS AS
+                (to_tsvector('{TS_CONFIG}', left(content, {_INDEXED_CHARS}))) STORED,
+            UNIQUE(conversation_id, message_uid),
+            UNIQUE(conversation_id, seq)
+        );
+        CREATE INDEX lcm_messages_tsv ON lcm_messages USING GIN(tsv) WITH (fastupdate = off);
+        CREATE TABLE lcm_summaries(
+            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            conversation_id BIGINT NOT NULL REFERENCES lcm_conversations(id),
+            kind TEXT NOT NULL CHECK (kind IN ('leaf', 'condensed')),
+            depth INTEGER NOT NULL,
+            content TEXT NOT NULL,
+            token_count INTEGER NOT NULL,
+            earliest_at DOUBLE PRECISION NOT NULL,
+            latest_at DOUBLE PRECISION NOT NULL,
+            first_seq BIGINT NOT NULL,
+            last_seq BIGINT NOT NULL,
+            descendant_messages BIGINT NOT NULL,
+            descendant_summaries BIGINT NOT NULL,
+            source_tokens BIGINT NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL,
+            summarizer_level INTEGER NOT NULL,
+            tsv tsvector GENERATED ALWAYS AS
+                (to_tsvector('{TS_CONFIG}', left(content, {_INDEXED_CHARS}))) STORED
+        );
+        CREATE INDEX lcm_summaries_by_conversation ON lcm_summaries(conversation_id, id);
+        CREATE INDEX lcm_summaries_tsv ON lcm_summaries USING GIN(tsv) WITH (fastupdate = off);
+        CREATE TABLE lcm_summary_messages(
+            summary_id BIGINT NOT NULL REFERENCES lcm_summaries(id),
+            ord INTEGER NOT NULL,
+            message_id BIGINT NOT NULL UNIQUE REFERENCES lcm_messages(id),
+            PRIMARY KEY(summary_id, ord)
+        );
+        CREATE TABLE lcm_summary_sources(
+            summary_id BIGINT NOT NULL REFERENCES lcm_summaries(id),
+            ord INTEGER NOT NULL,
+            source_id BIGINT NOT NULL UNIQUE REFERENCES lcm_summaries(id),
+            PRIMARY KEY(summary_id, ord)
+        );
+        CREATE TABLE lcm_context_items(
+            conversation_id BIGINT NOT NULL REFERENCES lcm_conversations(id),
+            ordinal BIGINT NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ('message', 'summary')),
+            ref_id BIGINT NOT NULL,
+            token_count INTEGER NOT NULL,
+            depth INTEGER NOT NULL,
+            role TEXT NOT NULL,
+            PRIMARY KEY(conversation_id, ordinal)
+        );
+        CREATE TABLE lcm_grants(
+            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            child_session_id TEXT NOT NULL,
+            parent_session_id TEXT NOT NULL,
+            max_depth INTEGER NOT NULL,
+            token_cap INTEGER NOT NULL,
+            tokens_used BIGINT NOT NULL DEFAULT 0,
+            expires_at DOUBLE PRECISION,
+            created_at DOUBLE PRECISION NOT NULL
+        );
+        CREATE INDEX lcm_grants_by_child ON lcm_grants(child_session_id);
+        -- Ranking reads every candidate's tsvector: keep it in the row (compressed), not in
+        -- TOAST; lz4 where the server has it (PostgreSQL 14+), pglz otherwise.
+        ALTER TABLE lcm_messages ALTER COLUMN tsv SET STORAGE MAIN;
+        ALTER TABLE lcm_summaries ALTER COLUMN tsv SET STORAGE MAIN;
+        DO $$ BEGIN
+            EXECUTE 'ALTER TABLE lcm_messages ALTER COLUMN tsv SET COMPRESSION lz4';
+            EXECUTE 'ALTER TABLE lcm_summaries ALTER COLUMN tsv SET COMPRESSION lz4';
+        EXCEPTION WHEN OTHERS THEN NULL;
+        END $$;
+        """,
+    ),
+)
+
+_MESSAGE_COLUMNS = (
+    "id, conversation_id, seq, message_uid, role, content, extra_json, tool_call_id, "
+    "tool_name, token_count, context_tokens, externalized, created_at"
+)
+_SUMMARY_COLUMNS = (
+    "id, conversation_id, kind, depth, content, token_count, earliest_at, latest_at, "
+    "first_seq, last_seq, descendant_messages, descendant_summaries, source_tokens, "
+    "created_at, summarizer_level"
+)
+_CONVERSATION_COLUMNS = "id, session_id, generation, context_tokens, context_version, message_count"
+_SCAN_PAGE = 500
+#: Newest matches gathered for a recency search (at least ``limit``).
+_RECENT_CAP = 200
+_PHRASE = re.compile(r'"((?:[^"]|"")*)"')
+_HEADLINE = "StartSel='',StopSel='',MaxWords=48,MinWords=16,MaxFragments=1,FragmentDelimiter=…"
+
+
+def ts_query_sql(fts_query: str) -> tuple[str, list[str]]:
+    """The tsquery SQL for a query built by :func:`ctxengine_lcm.search.fts_query`.
+
+    That query is quoted phrases joined by AND or OR; each phrase becomes a
+    ``phraseto_tsquery`` (user text is a parameter, never SQL or query syntax).
+    """
+    phrases = [p.replace('""', '"') for p in _PHRASE.findall(fts_query)]
+    if not phrases:
+        phrases = [fts_query]
+    joiner = " || " if '" OR "' in fts_query else " && "
+    sql = joiner.join(f"phraseto_tsquery('{TS_CONFIG}', %s)" for _ in phrases)
+    return f"({sql})", phrases
+
+
+class PgLcmStore(StoreCommon):
+    """An LCM history in PostgreSQL, shared by every host process of a deployment."""
+
+    def __init__(self, url: str, statement_timeout_seconds: float = 2.0) -> None:
+        self.target: PgTarget = parse_url(url)
+        self.path = self.target.label
+        self._scan_timeout_ms = max(1, int(statement_timeout_seconds * 1000))
+        self._pool = open_checked(self.target, LCM_SCHEMA)
+
+    def close(self) -> None:
+        """Nothing to release: connections belong to the process's shared pool."""
+
+    def _tx(self, what: str) -> Any:
+        return transaction(self._pool, self.target, f"LCM store: {what}")
+
+    def _read(self, sql: str, params: Sequence[Any] = (), what: str = "reading") -> list[tuple]:
+        return read(self._pool, self.target, f"LCM store: {what}", sql, params)
+
+    # Conversations.
+
+    def current_conversation(self, session_id: str) -> Conversation:
+        sql = (
+            f"SELECT {_CONVERSATION_COLUMNS} FROM lcm_conversations "
+            "WHERE session_id=%s AND is_current"
+        )
+        rows = self._read(sql, (session_id,))
+        if rows:
+            return Conversation(*rows[0])
+        with self._tx("creating a conversation") as conn:
+            xact_lock(conn, advisory_key(self.target.namespace, "lcm-session", session_id))
+            row = conn.execute(sql, (session_id,)).fetchone()
+            if row is not None:
+                return Conversation(*row)
+            return self._insert_conversation(conn, session_id)
+
+    def start_new_conversation(self, session_id: str) -> Conversation:
+        with self._tx("starting a conversation") as conn:
+            xact_lock(conn, advisory_key(self.target.namespace, "lcm-session", session_id))
+            conn.execute(
+                "UPDATE lcm_conversations SET is_current=FALSE WHERE session_id=%s AND is_current",
+                (session_id,),
+            )
+            return self._insert_conversation(conn, session_id)
+
+    def _insert_conversation(self, conn: Any, session_id: str) -> Conversation:
+        row = conn.execute(
+            "INSERT INTO lcm_conversations(session_id, generation, created_at) "
+            "SELECT %s, COALESCE(MAX(generation), -1) + 1, %s FROM lcm_conversations "
+            f"WHERE session_id=%s RETURNING {_CONVERSATION_COLUMNS}",
+            (session_id, time.time(), session_id),
+        ).fetchone()
+        return Conversation(*row)
+
+    def conversation(self, conversation_id: int) -> Conversation:
+        rows = self._read(
+            f"SELECT {_CONVERSATION_COLUMNS} FROM lcm_conversations WHERE id=%s",
+            (conversation_id,),
+        )
+        if not rows:
+            raise KeyError(f"conversation {conversation_id} does not exist")
+        return Conversation(*rows[0])
+
+    def session_conversation_ids(self, session_id: str) -> list[int]:
+        rows = self._read(
+            "SELECT id FROM lcm_conversations WHERE session_id=%s ORDER BY id DESC", (session_id,)
+        )
+        return [r[0] for r in rows]
+
+    # Messages.
+
+    def known_uid(self, conversation_id: int, message_uid: str) -> bool:
+        return bool(
+            self._read(
+                "SELECT 1 FROM lcm_messages WHERE conversation_id=%s AND message_uid=%s",
+                (conversation_id, message_uid),
+            )
+        )
+
+    def append_messages(self, conversation_id: int, messages: Sequence[NewMessage]) -> int:
+        """Store new messages and append them to the active context; known uids are skipped.
+
+        The conversation row is locked for the transaction, so concurrent appends from
+        several processes get consecutive, gap-free sequence numbers.
+        """
+        if not messages:
+            return 0
+        with self._tx("storing messages") as conn:
+            count, next_ordinal = self._counters(conn, conversation_id)
+            fresh = self._fresh(conn, conversation_id, messages)
+            if fresh:
+                self._insert_rows(conn, conversation_id, fresh, count + 1, next_ordinal)
+            return len(fresh)
+
+    def insert_messages_after(
+        self, conversation_id: int, after_uid: str | None, messages: Sequence[NewMessage]
+    ) -> int:
+        """Store messages the engine missed right after the stored message ``after_uid``
+        (None: before every stored message); known uids are skipped. Later sequence
+        numbers, summary ranges and context ordinals move up; an unknown or newest
+        ``after_uid`` appends. One transaction, under the conversation's row lock."""
+        if not messages:
+            return 0
+        with self._tx("inserting missed messages") as conn:
+            count, next_ordinal = self._counters(conn, conversation_id)
+            fresh = self._fresh(conn, conversation_id, messages)
+            if not fresh:
+                return 0
+            place = self._insertion_point(conn, conversation_id, after_uid, count)
+            if place is None:
+                self._insert_rows(conn, conversation_id, fresh, count + 1, next_ordinal)
+                return len(fresh)
+            first_seq, first_ordinal = place
+            k = len(fresh)
+            # Through negative values: the unique keys are checked row by row.
+            for table, column, first in (
+                ("lcm_messages", "seq", first_seq),
+                ("lcm_context_items", "ordinal", first_ordinal),
+            ):
+                conn.execute(
+                    f"UPDATE {table} SET {column}=-({column}+%s) "
+                    f"WHERE conversation_id=%s AND {column}>=%s",
+                    (k, conversation_id, first),
+                )
+                conn.execute(
+                    f"UPDATE {table} SET {column}=-{column} "
+                    f"WHERE conversation_id=%s AND {column}<0",
+                    (conversation_id,),
+                )
+            conn.execute(
+                "UPDATE lcm_summaries SET first_seq=first_seq+%s, last_seq=last_seq+%s "
+                "WHERE conversation_id=%s AND first_seq>=%s",
+                (k, k, conversation_id, first_seq),
+            )
+            self._insert_rows(conn, conversation_id, fresh, first_seq, first_ordinal)
+            return k
+
+    @staticmethod
+    def _counters(conn: Any, conversation_id: int) -> tuple[int, int]:
+        """(message count, next ordinal), locking the conversation row until commit."""
+        return conn.execute(
+            "SELECT message_count, next_ordinal FROM lcm_conversations WHERE id=%s FOR UPDATE",
+            (conversation_id,),
+        ).fetchone()
+
+    @staticmethod
+    def _fresh(conn: Any, conversation_id: int, messages: Sequence[NewMessage]) -> list[NewMessage]:
+        """``messages`` whose uids are not stored yet (first of repeated uids kept)."""
+        seen = {
+            r[0]
+            for r in conn.execute(
+                "SELECT message_uid FROM lcm_messages WHERE conversation_id=%s "
+                "AND message_uid = ANY(%s)",
+                (conversation_id, [m.message_uid for m in messages]),
+            )
+        }
+        return first_unseen(messages, seen)
+
+    @staticmethod
+    def _insertion_point(
+        conn: Any, conversation_id: int, after_uid: str | None, count: int
+    ) -> tuple[int, int] | None:
+        """(first seq, first ordinal) for messages placed after ``after_uid``; None: append."""
+        if after_uid is None:
+            if count == 0:
+                return None
+            (first_ordinal,) = conn.execute(
+                "SELECT COALESCE(MIN(ordinal), 0) FROM lcm_context_items WHERE conversation_id=%s",
+                (conversation_id,),
+            ).fetchone()
+            return 1, first_ordinal
+        row = conn.execute(
+            "SELECT id, seq FROM lcm_messages WHERE conversation_id=%s AND message_uid=%s",
+            (conversation_id, after_uid),
+        ).fetchone()
+        if row is None or row[1] >= count:
+            return None
+        message_id, seq = row
+        held = conn.execute(
+            "SELECT ordinal FROM lcm_context_items WHERE conversation_id=%s AND kind='message' "
+            "AND ref_id=%s",
+            (conversation_id, message_id),
+        ).fetchone()
+        if held is not None:
+            return seq + 1, held[0] + 1
+        covering = conn.execute(
+            "SELECT c.ordinal, s.last_seq FROM lcm_context_items c JOIN lcm_summaries s "
+            "ON s.id=c.ref_id WHERE c.conversation_id=%s AND c.kind='summary' "
+            "AND s.first_seq<=%s AND s.last_seq>=%s",
+            (conversation_id, seq, seq),
+        ).fetchone()
+        if covering is None:
+            return None
+        return covering[1] + 1, covering[0] + 1
+
+    def _insert_rows(
+        self,
+        conn: Any,
+        conversation_id: int,
+        fresh: list[NewMessage],
+        first_seq: int,
+        first_ordinal: int,
+    ) -> None:
+        """Rows and context items for ``fresh`` at free seq/ordinal slots; counters updated."""
+        half = len(fresh) // 2
+        self._insert_messages(conn, conversation_id, first_seq, fresh[:half])
+        fault_point("lcm.ingest.mid_batch")
+        self._insert_messages(conn, conversation_id, first_seq + half, fresh[half:])
+        conn.execute(
+            "INSERT INTO lcm_context_items(conversation_id, ordinal, kind, ref_id, "
+            "token_count, depth, role) SELECT conversation_id, %s + seq - %s, 'message', id, "
+            "context_tokens, -1, role FROM lcm_messages WHERE conversation_id=%s "
+            "AND seq BETWEEN %s AND %s",
+            (first_ordinal, first_seq, conversation_id, first_seq, first_seq + len(fresh) - 1),
+        )
+        conn.execute(
+            "UPDATE lcm_conversations SET message_count=message_count+%s, "
+            "next_ordinal=next_ordinal+%s, context_tokens=context_tokens+%s, "
+            "context_version=context_version+1 WHERE id=%s",
+            (len(fresh), len(fresh), sum(m.context_tokens for m in fresh), conversation_id),
+        )
+
+    @staticmethod
+    def _insert_messages(
+        conn: Any, conversation_id: int, first_seq: int, batch: Sequence[NewMessage]
+    ) -> None:
+        if not batch:
+            return
+        columns = list(
+            zip(
+                *[
+                    (
+                        m.message_uid,
+                        m.role,
+                        m.content,
+                        m.extra_json,
+                        m.tool_call_id,
+                        m.tool_name,
+                        m.token_count,
+                        m.context_tokens,
+                        m.externalized,
+                        m.created_at,
+                    )
+                    for m in batch
+                ],
+                strict=True,
+            )
+        )
+        conn.execute(
+            "INSERT INTO lcm_messages(conversation_id, seq, message_uid, role, content, "
+            "extra_json, tool_call_id, tool_name, token_count, context_tokens, externalized, "
+            "created_at) SELECT %s, %s + n - 1, uid, role, content, extra, call_id, tool, tok, "
+            "ctx, ext, at FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], "
+            "%s::text[], %s::text[], %s::int[], %s::int[], %s::bool[], %s::float8[]) "
+            "WITH ORDINALITY AS t(uid, role, content, extra, call_id, tool, tok, ctx, ext, at, n)",
+            (conversation_id, first_seq, *[list(c) for c in columns]),
+        )
+
+    def messages_by_id(self, ids: Iterable[int]) -> dict[int, StoredMessage]:
+        ids = list(ids)
+        if not ids:
+            return {}
+        rows = self._read(f"SELECT {_MESSAGE_COLUMNS} FROM lcm_messages WHERE id = ANY(%s)", (ids,))
+        return {r[0]: message_from_row(r) for r in rows}
+
+    def message_by_uid(
+        self, conversation_ids: Sequence[int], message_uid: str
+    ) -> StoredMessage | None:
+        rows = self._read(
+            f"SELECT {_MESSAGE_COLUMNS} FROM lcm_messages WHERE conversation_id = ANY(%s) AND "
+            "message_uid=%s ORDER BY conversation_id DESC LIMIT 1",
+            (list(conversation_ids), message_uid),
+        )
+        return message_from_row(rows[0]) if rows else None
+
+    # Summaries and lineage.
+
+    def summaries_by_id(self, ids: Iterable[int]) -> dict[int, StoredSummary]:
+        ids = list(ids)
+        if not ids:
+            return {}
+        rows = self._read(
+            f"SELECT {_SUMMARY_COLUMNS} FROM lcm_summaries WHERE id = ANY(%s)", (ids,)
+        )
+        return {r[0]: StoredSummary(*r) for r in rows}
+
+    def summary_source_ids(self, summary_id: int) -> tuple[SummaryKind, list[int]]:
+        summary = self.summary(summary_id)
+        if summary is None:
+            raise KeyError(f"summary {summary_id} does not exist")
+        if summary.kind == "leaf":
+            sql = "SELECT message_id FROM lcm_summary_messages WHERE summary_id=%s ORDER BY ord"
+        else:
+            sql = "SELECT source_id FROM lcm_summary_sources WHERE summary_id=%s ORDER BY ord"
+        return summary.kind, [r[0] for r in self._read(sql, (summary_id,))]
+
+    def parent_summary_of_message(self, message_id: int) -> int | None:
+        rows = self._read(
+            "SELECT summary_id FROM lcm_summary_messages WHERE message_id=%s", (message_id,)
+        )
+        return rows[0][0] if rows else None
+
+    def parent_summary_of_summary(self, summary_id: int) -> int | None:
+        rows = self._read(
+            "SELECT summary_id FROM lcm_summary_sources WHERE source_id=%s", (summary_id,)
+        )
+        return rows[0][0] if rows else None
+
+    # The active context.
+
+    def context_items(self, conversation_id: int) -> list[ContextItem]:
+        rows = self._read(
+            "SELECT ordinal, kind, ref_id, token_count, depth, role FROM lcm_context_items "
+            "WHERE conversation_id=%s ORDER BY ordinal",
+            (conversation_id,),
+        )
+        return [ContextItem(*r) for r in rows]
+
+    def _replace_with_summary(
+        self,
+        conversation_id: int,
+        items: Sequence[ContextItem],
+        summary: NewSummary,
+        deadline: float | None,
+    ) -> int | None:
+        lo, hi = items[0].ordinal, items[-1].ordinal
+        with self._tx("writing a summary") as conn:
+            conn.execute(
+                "SELECT 1 FROM lcm_conversations WHERE id=%s FOR UPDATE", (conversation_id,)
+            )
+            current = conn.execute(
+                "SELECT ordinal, kind, ref_id FROM lcm_context_items "
+                "WHERE conversation_id=%s AND ordinal BETWEEN %s AND %s ORDER BY ordinal",
+                (conversation_id, lo, hi),
+            ).fetchall()
+            if not run_unchanged(current, items):
+                return None
+            (summary_id,) = conn.execute(
+                "INSERT INTO lcm_summaries(conversation_id, kind, depth, content, token_count, "
+                "earliest_at, latest_at, first_seq, last_seq, descendant_messages, "
+                "descendant_summaries, source_tokens, created_at, summarizer_level) "
+                "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) RETURNING id",
+                summary_insert_params(conversation_id, summary),
+            ).fetchone()
+            table, column = (
+                ("lcm_summary_messages", "message_id")
+                if summary.kind == "leaf"
+                else ("lcm_summary_sources", "source_id")
+            )
+            conn.execute(
+                f"INSERT INTO {table}(summary_id, ord, {column}) "
+                "SELECT %s, n - 1, ref FROM unnest(%s::bigint[]) WITH ORDINALITY AS t(ref, n)",
+                (summary_id, list(summary.source_ids)),
+            )
+            conn.execute(
+                "DELETE FROM lcm_context_items WHERE conversation_id=%s "
+                "AND ordinal BETWEEN %s AND %s",
+                (conversation_id, lo, hi),
+            )
+            conn.execute(
+                "INSERT INTO lcm_context_items(conversation_id, ordinal, kind, ref_id, "
+                "token_count, depth, role) VALUES (%s,%s,'summary',%s,%s,%s,'')",
+                (conversation_id, lo, summary_id, summary.token_count, summary.depth),
+            )
+            conn.execute(
+                "UPDATE lcm_conversations SET context_tokens=context_tokens-%s+%s, "
+                "context_version=context_version+1 WHERE id=%s",
+                (sum(i.token_count for i in items), summary.token_count, conversation_id),
+            )
+            fault_point("lcm.sweep.before_commit")
+            if deadline is not None and time.monotonic() >= deadline:
+                raise DeadlinePassed
+        fault_point("lcm.sweep.after_commit")
+        return summary_id
+
+    # Search.
+
+    @staticmethod
+    def _scope_sql(
+        alias: str, conversation_ids: Sequence[int], since: float | None, until: float | None
+    ) -> tuple[str, list[Any]]:
+        clauses = [f"{alias}.conversation_id = ANY(%s)"]
+        params: list[Any] = [list(conversation_ids)]
+        if since is not None:
+            clauses.append(f"{alias}.{'created_at' if alias == 'm' else 'latest_at'} >= %s")
+            params.append(since)
+        if until is not None:
+            clauses.append(f"{alias}.{'created_at' if alias == 'm' else 'earliest_at'} <= %s")
+            params.append(until)
+        return " AND ".join(clauses), params
+
+    def search_fulltext(
+        self,
+        conversation_ids: Sequence[int],
+        fts_query: str,
+        target: Literal["messages", "summaries"],
+        since: float | None,
+        until: float | None,
+        limit: int,
+        by_relevance: bool,
+        relevance_window: int,
+        whole_chars: int = 1000,
+    ) -> list[SearchHit]:
+        """Matches newest first, or ranked among the newest ``relevance_window`` matches.
+
+        The newest matches are gathered first (a materialized step planned for all its
+        rows): the planner then walks the primary key backwards for a frequent term and
+        uses the GIN index for a rare one, instead of betting on the limit.
+        """
+        if not conversation_ids:
+            return []
+        alias, table = ("m", "lcm_messages") if target == "messages" else ("s", "lcm_summaries")
+        scope, scope_params = self._scope_sql(alias, conversation_ids, since, until)
+        query_sql, phrases = ts_query_sql(fts_query)
+        extra = "m.role, m.seq, -1" if target == "messages" else "'', s.first_seq, s.depth"
+        time_column = "created_at" if target == "messages" else "latest_at"
+        cap = relevance_window if by_relevance else max(limit, _RECENT_CAP)
+        order = "rank DESC, id DESC" if by_relevance else "id DESC"
+        final = f"top.rank DESC, {alias}.id DESC" if by_relevance else f"{alias}.id DESC"
+        sql = (
+            f"WITH hits AS MATERIALIZED (SELECT {alias}.id, ts_rank({alias}.tsv, "
+            f"{query_sql}) AS rank FROM {table} {alias} WHERE {alias}.tsv @@ {query_sql} "
+            f"AND {scope} ORDER BY {alias}.id DESC LIMIT %s), "
+            f"top AS (SELECT id, rank FROM hits ORDER BY {order} LIMIT %s) "
+            f"SELECT {alias}.id, {alias}.conversation_id, {alias}.{time_column}, "
+            f"CASE WHEN length({alias}.content) <= {int(whole_chars)} THEN {alias}.content "
+            f"ELSE ts_headline('{TS_CONFIG}', {alias}.content, {query_sql}, %s) END, {extra}, "
+            f"-top.rank FROM top JOIN {table} {alias} ON {alias}.id = top.id "
+            f"ORDER BY {final}"
+        )
+        params = [*phrases, *phrases, *scope_params, cap, limit, *phrases, _HEADLINE]
+        rows = self._search(sql, params)
+        kind = "message" if target == "messages" else "summary"
+        return [
+            SearchHit(kind, r[0], r[1], r[2], r[3], r[4], r[5], r[6], float(r[7])) for r in rows
+        ]
+
+    def _search(self, sql: str, params: Sequence[Any]) -> list[tuple]:
+        """Search statements are never prepared: a generic plan would not see the terms,
+        and the choice between the index on ids and the GIN index depends on them."""
+        import psycopg
+
+        try:
+            with self._pool.connection() as conn:
+                return conn.execute(sql, params, prepare=False).fetchall()
+        except psycopg.OperationalError as exc:
+            raise PgUnavailable(
+                f"LCM store: full-text search on {self.path} failed: {exc}"
+            ) from exc
+
+    def search_within(
+        self,
+        conversation_id: int,
+        first_seq: int,
+        last_seq: int,
+        fts_query: str,
+        limit: int,
+        whole_chars: int,
+        by_relevance: bool,
+    ) -> list[SearchHit]:
+        """Matching messages of one conversation's sequence range (a summary's span)."""
+        query_sql, phrases = ts_query_sql(fts_query)
+        order = "ts_rank(m.tsv, q.q) DESC" if by_relevance else "m.id DESC"
+        rows = self._read(
+            "SELECT m.id, m.conversation_id, m.created_at, "
+            f"CASE WHEN length(m.content) <= {int(whole_chars)} THEN m.content "
+            f"ELSE ts_headline('{TS_CONFIG}', m.content, q.q, %s) END, m.role, m.seq, "
+            f"-ts_rank(m.tsv, q.q) FROM lcm_messages m, (SELECT {query_sql} AS q) q "
+            "WHERE m.conversation_id=%s AND m.seq BETWEEN %s AND %s AND m.tsv @@ q.q "
+            f"ORDER BY {order} LIMIT %s",
+            [_HEADLINE, *phrases, conversation_id, first_seq, last_seq, limit],
+            "full-text search",
+        )
+        return [
+            SearchHit("message", r[0], r[1], r[2], r[3], r[4], r[5], -1, float(r[6])) for r in rows
+        ]
+
+    def scan_recent(
+        self,
+        conversation_ids: Sequence[int],
+        target: Literal["messages", "summaries"],
+        since: float | None,
+        until: float | None,
+        max_rows: int,
+    ) -> Iterator[SearchHit]:
+        """Rows newest first (conversation by conversation), at most ``max_rows`` of them.
+
+        Each page is read under ``statement_timeout``: a scan that the server cannot
+        serve in time ends early instead of holding a connection.
+        """
+        import psycopg
+
+        remaining = max_rows
+        for conversation_id in sorted(conversation_ids, reverse=True):
+            scope, params = self._scope_sql(
+                "m" if target == "messages" else "s", [conversation_id], since, until
+            )
+            # One conversation: a plain equality lets the (conversation, seq) index give
+            # the order, so each page is an index range read, not a sort of the history.
+            scope = scope.replace("conversation_id = ANY(%s)", "conversation_id = %s", 1)
+            params[0] = conversation_id
+            cursor: int | None = None
+            while remaining > 0:
+                page = min(_SCAN_PAGE, remaining)
+                after = [cursor] if cursor is not None else []
+                if target == "messages":
+                    sql = (
+                        "SELECT m.id, m.conversation_id, m.created_at, m.content, m.role, m.seq, "
+                        f"-1 FROM lcm_messages m WHERE {scope}"
+                        + (" AND m.seq < %s" if after else "")
+                        + " ORDER BY m.seq DESC LIMIT %s"
+                    )
+                else:
+                    sql = (
+                        "SELECT s.id, s.conversation_id, s.latest_at, s.content, '', "
+                        f"s.first_seq, s.depth FROM lcm_summaries s WHERE {scope}"
+                        + (" AND s.id < %s" if after else "")
+                        + " ORDER BY s.id DESC LIMIT %s"
+                    )
+                try:
+                    with self._tx("scanning for a regex") as conn:
+                        conn.execute(f"SET LOCAL statement_timeout = {self._scan_timeout_ms}")
+                        rows = conn.execute(sql, [*params, *after, page]).fetchall()
+                except psycopg.errors.QueryCanceled:
+                    return
+                if not rows:
+                    break
+                remaining -= len(rows)
+                hits, cursor = scan_hits(target, rows)
+                yield from hits
+            if remaining <= 0:
+                return
+
+    # Sub-agent grants.
+
+    def create_grant(self, grant: Grant) -> int:
+        with self._tx("creating a grant") as conn:
+            (grant_id,) = conn.execute(
+                "INSERT INTO lcm_grants(child_session_id, parent_session_id, max_depth, "
+                "token_cap, expires_at, created_at) VALUES (%s,%s,%s,%s,%s,%s) RETURNING id",
+                grant_insert_params(grant),
+            ).fetchone()
+            return grant_id
+
+    def revoke_grants(self, child_session_id: str, grant_id: int | None = None) -> int:
+        with self._tx("revoking grants") as conn:
+            cur = conn.execute(
+                "DELETE FROM lcm_grants WHERE child_session_id=%s AND (%s::bigint IS NULL "
+                "OR id=%s)",
+                (child_session_id, grant_id, grant_id),
+            )
+            return cur.rowcount
+
+    def active_grants(self, child_session_id: str, now: float) -> list[Grant]:
+        rows = self._read(
+            "SELECT id, child_session_id, parent_session_id, max_depth, token_cap, tokens_used, "
+            "expires_at FROM lcm_grants WHERE child_session_id=%s AND (expires_at IS NULL OR "
+            "expires_at > %s) ORDER BY id",
+            (child_session_id, now),
+        )
+        return self._grants_with_scope(rows)
+
+    def charge_grant(self, grant_id: int, tokens: int) -> None:
+        with self._tx("charging a grant") as conn:
+            conn.execute(
+                "UPDATE lcm_grants SET tokens_used=tokens_used+%s WHERE id=%s", (tokens, grant_id)
+            )
+
+    # Health.
+
+    def size_bytes(self) -> int:
+        (total,) = self._read(
+            "SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE c.relkind = 'r' AND c.relname LIKE 'lcm\\_%%' AND n.nspname = current_schema()"
+        )[0]
+        return int(total)
+
+    def integrity_check(self) -> str:
+        """``ok``, or what is wrong: context items pointing at rows that do not exist."""
+        (dangling,) = self._read(
+            "SELECT COUNT(*) FROM lcm_context_items ci WHERE NOT EXISTS ("
+            "SELECT 1 FROM lcm_messages m WHERE ci.kind='message' AND m.id=ci.ref_id "
+            "UNION ALL SELECT 1 FROM lcm_summaries s WHERE ci.kind='summary' AND s.id=ci.ref_id)"
+        )[0]
+        return "ok" if dangling == 0 else f"{dangling} context item(s) reference missing rows"
+
+    def stats(self, conversation_id: int) -> dict[str, Any]:
+        conv = self.conversation(conversation_id)
+        (items,) = self._read(
+            "SELECT COUNT(*) FROM lcm_context_items WHERE conversation_id=%s", (conversation_id,)
+        )[0]
+        depth_rows = self._read(
+            "SELECT depth, COUNT(*) FROM lcm_context_items WHERE conversation_id=%s AND "
+            "kind='summary' GROUP BY depth ORDER BY depth",
+            (conversation_id,),
+        )
+        return stats_report(conv, items, depth_rows)
