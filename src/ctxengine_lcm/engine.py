@@ -490,6 +490,8 @@ class LcmEngine(ContextEngine):
     ) -> list[int]:
         """Indexes (oldest first) of the view's messages whose uids are not stored."""
         uids = {u for m in messages if (u := _uid(m))}
+        if not uids:  # nothing the store could lack: no need to read the message count
+            return []
         expected = len(uids) - self.store.conversation(conversation_id).message_count
         missing: list[int] = []
         seen: set[str] = set()
@@ -570,9 +572,9 @@ class LcmEngine(ContextEngine):
     def _access(self) -> Access:
         session = self._session_id or DEFAULT_SESSION_ID
         self._conversation()
-        own = self.store.session_conversation_ids(session)
+        own, grants = self.store.access_scope(session, time.time())
         access = Access(own=own)
-        for grant in self.store.active_grants(session, time.time()):
+        for grant in grants:
             for conversation_id in grant.conversation_ids:
                 if conversation_id not in own:
                     access.grants.setdefault(conversation_id, grant)

@@ -493,6 +493,16 @@ class PgLcmStore(StoreCommon):
         )
         return rows[0][0] if rows else None
 
+    def parent_summaries_of_messages(self, message_ids: Iterable[int]) -> dict[int, int]:
+        ids = list(message_ids)
+        if not ids:
+            return {}
+        rows = self._read(
+            "SELECT message_id, summary_id FROM lcm_summary_messages WHERE message_id = ANY(%s)",
+            (ids,),
+        )
+        return {r[0]: r[1] for r in rows}
+
     def parent_summary_of_summary(self, summary_id: int) -> int | None:
         rows = self._read(
             "SELECT summary_id FROM lcm_summary_sources WHERE source_id=%s", (summary_id,)
@@ -610,6 +620,12 @@ class PgLcmStore(StoreCommon):
         cap = relevance_window if by_relevance else max(limit, _RECENT_CAP)
         order = "rank DESC, id DESC" if by_relevance else "id DESC"
         final = f"top.rank DESC, {alias}.id DESC" if by_relevance else f"{alias}.id DESC"
+        # A message hit's covering summary comes with it: no look-up per hit afterwards.
+        lineage, lineage_join = (
+            ("sm.summary_id", "LEFT JOIN lcm_summary_messages sm ON sm.message_id = m.id")
+            if target == "messages"
+            else ("NULL::bigint", "")
+        )
         sql = (
             f"WITH hits AS MATERIALIZED (SELECT {alias}.id, ts_rank({alias}.tsv, "
             f"{query_sql}) AS rank FROM {table} {alias} WHERE {alias}.tsv @@ {query_sql} "
@@ -618,14 +634,15 @@ class PgLcmStore(StoreCommon):
             f"SELECT {alias}.id, {alias}.conversation_id, {alias}.{time_column}, "
             f"CASE WHEN length({alias}.content) <= {int(whole_chars)} THEN {alias}.content "
             f"ELSE ts_headline('{TS_CONFIG}', {alias}.content, {query_sql}, %s) END, {extra}, "
-            f"-top.rank FROM top JOIN {table} {alias} ON {alias}.id = top.id "
-            f"ORDER BY {final}"
+            f"-top.rank, {lineage} FROM top JOIN {table} {alias} ON {alias}.id = top.id "
+            f"{lineage_join} ORDER BY {final}"
         )
         params = [*phrases, *phrases, *scope_params, cap, limit, *phrases, _HEADLINE]
         rows = self._search(sql, params)
         kind = "message" if target == "messages" else "summary"
         return [
-            SearchHit(kind, r[0], r[1], r[2], r[3], r[4], r[5], r[6], float(r[7])) for r in rows
+            SearchHit(kind, *r[:7], float(r[7]), lineage=kind == "message", covered_by=r[8])
+            for r in rows
         ]
 
     def _search(self, sql: str, params: Sequence[Any]) -> list[tuple]:
@@ -752,6 +769,21 @@ class PgLcmStore(StoreCommon):
             (child_session_id, now),
         )
         return self._grants_with_scope(rows)
+
+    def access_scope(self, session_id: str, now: float) -> tuple[list[int], list[Grant]]:
+        """One statement: the session's conversations, and each active grant with the
+        conversations of its parent session (one row with no grant when there is none)."""
+        rows = self._read(
+            "SELECT ARRAY(SELECT id FROM lcm_conversations WHERE session_id=%s ORDER BY id DESC), "
+            "g.id, g.child_session_id, g.parent_session_id, g.max_depth, g.token_cap, "
+            "g.tokens_used, g.expires_at, ARRAY(SELECT c.id FROM lcm_conversations c "
+            "WHERE c.session_id = g.parent_session_id ORDER BY c.id DESC) "
+            "FROM (SELECT 1) AS one LEFT JOIN lcm_grants g ON g.child_session_id=%s "
+            "AND (g.expires_at IS NULL OR g.expires_at > %s) ORDER BY g.id",
+            (session_id, session_id, now),
+        )
+        grants = [Grant(*r[1:8], conversation_ids=list(r[8])) for r in rows if r[1] is not None]
+        return list(rows[0][0]), grants
 
     def charge_grant(self, grant_id: int, tokens: int) -> None:
         with self._tx("charging a grant") as conn:

@@ -581,6 +581,19 @@ class SqliteStore(StoreCommon):
         )
         return rows[0][0] if rows else None
 
+    def parent_summaries_of_messages(self, message_ids: Iterable[int]) -> dict[int, int]:
+        ids = list(message_ids)
+        found: dict[int, int] = {}
+        for start in range(0, len(ids), _ID_BATCH):
+            batch = ids[start : start + _ID_BATCH]
+            rows = self._read(
+                "SELECT message_id, summary_id FROM summary_messages "
+                f"WHERE message_id IN ({_placeholders(len(batch))})",
+                batch,
+            )
+            found.update({r[0]: r[1] for r in rows})
+        return found
+
     def parent_summary_of_summary(self, summary_id: int) -> int | None:
         rows = self._read("SELECT summary_id FROM summary_sources WHERE source_id=?", (summary_id,))
         return rows[0][0] if rows else None

@@ -121,6 +121,11 @@ class SearchHit:
     seq: int = 0
     depth: int = -1
     score: float | None = None
+    #: Whether ``covered_by`` was read with the hit (a backend may do it in the same
+    #: statement to save a round trip); when False, ask ``parent_summaries_of_messages``.
+    lineage: bool = False
+    #: The summary covering a message hit (None: none), when ``lineage`` is True.
+    covered_by: int | None = None
 
 
 @dataclass
@@ -170,6 +175,9 @@ class LcmStore(Protocol):
     def summary_source_ids(self, summary_id: int) -> tuple[SummaryKind, list[int]]: ...
     def parent_summary_of_message(self, message_id: int) -> int | None: ...
     def parent_summary_of_summary(self, summary_id: int) -> int | None: ...
+    def parent_summaries_of_messages(self, message_ids: Iterable[int]) -> dict[int, int]:
+        """The summary covering each given message, for those that have one."""
+        ...
 
     # The active context.
     def context_items(self, conversation_id: int) -> list[ContextItem]: ...
@@ -217,6 +225,11 @@ class LcmStore(Protocol):
     def create_grant(self, grant: Grant) -> int: ...
     def revoke_grants(self, child_session_id: str, grant_id: int | None = None) -> int: ...
     def active_grants(self, child_session_id: str, now: float) -> list[Grant]: ...
+    def access_scope(self, session_id: str, now: float) -> tuple[list[int], list[Grant]]:
+        """``session_conversation_ids`` and ``active_grants`` of a session together (one
+        round trip on a server backend)."""
+        ...
+
     def charge_grant(self, grant_id: int, tokens: int) -> None: ...
 
     # Health.

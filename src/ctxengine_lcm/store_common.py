@@ -107,6 +107,7 @@ class StoreCommon:
     messages_by_id: Callable[[Iterable[int]], dict[int, StoredMessage]]
     summaries_by_id: Callable[[Iterable[int]], dict[int, StoredSummary]]
     session_conversation_ids: Callable[[str], list[int]]
+    active_grants: Callable[[str, float], list[Grant]]
     _replace_with_summary: Callable[
         [int, Sequence[ContextItem], NewSummary, float | None], int | None
     ]
@@ -116,6 +117,10 @@ class StoreCommon:
 
     def summary(self, summary_id: int) -> StoredSummary | None:
         return self.summaries_by_id([summary_id]).get(summary_id)
+
+    def access_scope(self, session_id: str, now: float) -> tuple[list[int], list[Grant]]:
+        """Two reads here; a server backend overrides it with one statement."""
+        return self.session_conversation_ids(session_id), self.active_grants(session_id, now)
 
     def replace_with_summary(
         self,

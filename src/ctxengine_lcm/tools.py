@@ -207,7 +207,8 @@ class ToolRunner:
                 pattern, ignore_case, targets, since, until, limit, sort, access, result
             )
         inner = result.pop("_fts_query", None)
-        items = self._charge([self._hit_item(h, access, inner) for h in hits], access)
+        parents = _covering_summaries(self.store, hits)
+        items = self._charge([self._hit_item(h, access, parents, inner) for h in hits], access)
         result["results"] = items
         result["count"] = len(items)
         return result
@@ -283,8 +284,14 @@ class ToolRunner:
         return _messages_first([h for h, _ in found], limit)
 
     def _hit_item(
-        self, hit: SearchHit, access: Access, fts_query: str | None = None
+        self,
+        hit: SearchHit,
+        access: Access,
+        parents: dict[int, int],
+        fts_query: str | None = None,
     ) -> dict[str, Any]:
+        """One result; ``parents`` maps message hits to their covering summaries (read for
+        all hits at once)."""
         item: dict[str, Any] = {
             "id": message_ref(hit.id) if hit.kind == "message" else summary_ref(hit.id),
             "kind": hit.kind,
@@ -293,7 +300,7 @@ class ToolRunner:
         if hit.kind == "message":
             item["role"] = hit.role
             item["seq"] = hit.seq
-            parent = self.store.parent_summary_of_message(hit.id)
+            parent = parents.get(hit.id)
             item["covered_by"] = summary_ref(parent) if parent is not None else None
         else:
             item["depth"] = hit.depth
@@ -562,6 +569,16 @@ class ToolRunner:
         for grant_id, tokens in charges.items():
             self.store.charge_grant(grant_id, tokens)
         return kept
+
+
+def _covering_summaries(store: LcmStore, hits: list[SearchHit]) -> dict[int, int]:
+    """The summary covering each message hit: read with the hit where the backend did so,
+    the rest in one look-up."""
+    parents = store.parent_summaries_of_messages(
+        h.id for h in hits if h.kind == "message" and not h.lineage
+    )
+    parents.update({h.id: h.covered_by for h in hits if h.lineage and h.covered_by is not None})
+    return parents
 
 
 def _messages_first(hits: list[SearchHit], limit: int) -> list[SearchHit]:

@@ -1,0 +1,118 @@
+"""Round trips of the hot paths on PostgreSQL, pinned: each statement is a network round
+trip, which is what makes a rare-term ``lcm_grep`` or an assembly slower than on SQLite.
+The batched store methods give the same answers as the one-at-a-time ones on both backends.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from ctxengine_lcm.engine import LcmEngine
+from ctxengine_lcm.store import Grant
+
+from .fixtures import fresh_schema_url
+from .test_lcm_backends import drive, exchange, make_engine, tool
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def lcm_database(request, tmp_path) -> str:
+    if request.param == "sqlite":
+        return str(tmp_path / "lcm.db")
+    return fresh_schema_url(request.getfixturevalue("pg_database"))
+
+
+@pytest.fixture
+def driven(lcm_database: str, tmp_path: Path) -> Iterator[LcmEngine]:
+    """An engine whose history has been compacted (some messages covered by summaries)."""
+    engine = make_engine(lcm_database, tmp_path)
+    drive(engine, 30)
+    yield engine
+    engine.dispose()
+
+
+class StatementCounter:
+    """Counts the statements every psycopg connection of this process sends."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.sql: list[str] = []
+        execute = psycopg.Cursor.execute
+
+        def counted(cursor, query, *args, **kwargs):
+            self.sql.append(str(query))
+            return execute(cursor, query, *args, **kwargs)
+
+        monkeypatch.setattr(psycopg.Cursor, "execute", counted)
+
+    def __enter__(self) -> list[str]:
+        self.sql.clear()
+        return self.sql
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+def test_rare_term_grep_and_assembly_round_trips(pg_database, tmp_path, monkeypatch):
+    engine = make_engine(fresh_schema_url(pg_database), tmp_path)
+    try:
+        history = drive(engine, 30)
+        counter = StatementCounter(monkeypatch)
+        args = {"pattern": "value3 value5 value21", "scope": "messages", "limit": 50}
+        with counter as sql:
+            found = tool(engine, "lcm_grep", args)
+        assert found["count"] == 3
+        # Scope and grants, then the search with each hit's covering summary: two,
+        # whatever the hits.
+        assert len(sql) == 2, sql
+        with counter as sql:
+            found = tool(
+                engine, "lcm_grep", {**args, "pattern": r"value(3|5|21)\b", "mode": "regex"}
+            )
+        assert found["count"] == 3
+        # Regex hits come from a row scan: their lineage is one look-up for all of them.
+        assert sum("lcm_summary_messages" in q for q in sql) == 1, sql
+
+        head = history[:1]  # a view without uids (as in benchmarks/bench_pg.py)
+        engine.ingest("s1", exchange(99))
+        with counter as sql:
+            engine.select_context(head, budget_tokens=6_000)
+        # The conversation row, its context items, the two new messages' rows.
+        assert len(sql) == 3, sql
+        with counter as sql:
+            engine.select_context(head, budget_tokens=6_000)
+        assert len(sql) == 1, sql  # unchanged context: the conversation row only
+    finally:
+        engine.dispose()
+
+
+def test_grep_lineage_matches_one_at_a_time_look_ups(driven):
+    found = tool(driven, "lcm_grep", {"pattern": "answer", "scope": "messages", "limit": 60})
+    assert found["count"] == 30
+    covered = [r for r in found["results"] if r["covered_by"] is not None]
+    assert 0 < len(covered) < 30  # some compacted, the fresh tail not
+    for result in found["results"]:
+        parent = driven.store.parent_summary_of_message(int(result["id"].removeprefix("msg_")))
+        assert result["covered_by"] == (None if parent is None else f"sum_{parent}")
+    ids = [int(r["id"].removeprefix("msg_")) for r in found["results"]]
+    assert driven.store.parent_summaries_of_messages([]) == {}
+    assert driven.store.parent_summaries_of_messages(ids) == {
+        i: p for i in ids if (p := driven.store.parent_summary_of_message(i)) is not None
+    }
+
+
+def test_access_scope_matches_separate_reads(driven):
+    store = driven.store
+    now = time.time()
+    assert store.access_scope("child", now) == ([], [])
+    store.create_grant(Grant(0, "child", "s1", 1, 100, 0, None))
+    store.create_grant(Grant(0, "child", "nobody", 1, 100, 0, None))
+    store.create_grant(Grant(0, "child", "s1", 1, 100, 0, now - 10))  # expired
+    store.current_conversation("child")
+    own, grants = store.access_scope("child", now)
+    assert own == store.session_conversation_ids("child") and len(own) == 1
+    assert grants == store.active_grants("child", now)
+    assert [g.conversation_ids for g in grants] == [store.session_conversation_ids("s1"), []]
