@@ -120,16 +120,18 @@ class LiveView:
         """Entries keyed by (uid, digest): what a compaction result may reuse."""
         return {(e.message.get("message_uid"), e.digest): e for e in self.entries}
 
-    def holds(self, message: Message) -> bool:
-        """True when the newest live row of ``message``'s uid says exactly the same thing.
+    def matching_entry(self, message: Message) -> LiveEntry | None:
+        """The newest live entry of ``message``'s uid if it says exactly the same thing.
 
-        A caller retrying a turn re-sends messages it already gave us (same
-        ``message_uid``, same content); those are not stored again. An edited
-        message under a known uid is a new version and is stored.
+        A dict comparison: no serializing, no hashing. A caller retrying a turn
+        re-sends messages it already gave us (same ``message_uid``, same content);
+        an edited message under a known uid is a new version and matches nothing.
         """
         uid = message.get("message_uid")
         entry = self._by_uid.get(uid) if isinstance(uid, str) else None
-        return entry is not None and strip_persistence_fields(message) == entry.wire
+        if entry is not None and strip_persistence_fields(message) == entry.wire:
+            return entry
+        return None
 
     def count(self, messages: Iterable[Message]) -> int:
         """Tokens of messages: a live message's count when the uid and content match, else
@@ -137,15 +139,13 @@ class LiveView:
         counter = self.counter
         total = 0
         for m in messages:
-            uid = m.get("message_uid")
-            if not isinstance(uid, str):
-                total += counter.count_message_version(m, "", message_digest(m))
-                continue
-            entry = self._by_uid.get(uid)
-            if entry is not None and strip_persistence_fields(m) == entry.wire:
-                total += entry.tokens  # a dict comparison: no serializing, no hashing
+            entry = self.matching_entry(m)
+            if entry is not None:
+                total += entry.tokens
             else:
-                total += counter.count_message_version(m, uid, message_digest(m))
+                uid = m.get("message_uid")
+                key = uid if isinstance(uid, str) else ""
+                total += counter.count_message_version(m, key, message_digest(m))
         return total
 
     def _index(self, entries: list[LiveEntry]) -> None:

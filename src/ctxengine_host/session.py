@@ -288,7 +288,8 @@ class Session:
 
     def _append(self, batch: list[Message], origin: str) -> list[LiveEntry]:
         live = self.live
-        batch = [m for m in batch if not (isinstance(m, dict) and live.holds(m))]
+        # A retried turn re-sends what is already stored: keep only what is new.
+        batch = [m for m in batch if not isinstance(m, dict) or live.matching_entry(m) is None]
         if not batch:
             return []
         state = live.state.copy()
