@@ -55,16 +55,24 @@ def make_engine(database: str, data_dir: Path) -> LcmEngine:
     return engine
 
 
-def side_by_side(engines: dict[str, LcmEngine]) -> dict[str, dict[str, float]]:
-    """p50 / p95 wall milliseconds of each operation on each backend."""
+def side_by_side(
+    engines: dict[str, LcmEngine], generators: dict[str, scale.Generator]
+) -> dict[str, dict[str, float]]:
+    """p50 / p95 wall milliseconds of each operation on each backend.
+
+    ``generators`` are the ones each store was built with: their uids continue after the
+    built messages, so every timed ``select_context`` follows a genuinely new message (a
+    fresh generator's uids would already be stored, and the ingest would store nothing).
+    """
     timers = {name: scale.Timer() for name in engines}
-    generators = {name: scale.Generator(seed=99) for name in engines}
+    counts = {name: stored_messages(engine) for name, engine in engines.items()}
     for engine in engines.values():
         engine.select_context(scale.HEAD, budget_tokens=scale.BUDGET)
     for i in range(SAMPLES):
         for name, engine in engines.items():
             timer = timers[name]
-            engine.ingest("bench", generators[name].messages(4))
+            stored = engine.ingest("bench", generators[name].messages(4)).count
+            assert stored == 4, f"{name}: the ingest stored {stored} of 4 new messages"
             timer.time(
                 "select_context",
                 lambda e=engine: e.select_context(scale.HEAD, budget_tokens=scale.BUDGET),
@@ -76,6 +84,9 @@ def side_by_side(engines: dict[str, LcmEngine]) -> dict[str, dict[str, float]]:
             assert out["count"] >= 40, (name, out)
             regex = {"pattern": r"zqxrare\d", "mode": "regex", "limit": 5, "scope": "messages"}
             timer.time("grep_regex", lambda e=engine, a=regex: scale.grep(e, a))
+    for name, engine in engines.items():
+        grown = stored_messages(engine) - counts[name]
+        assert grown == 4 * SAMPLES, f"{name}: {grown} messages stored, not {4 * SAMPLES}"
     return {
         name: {
             f"{op}_{q}": round(scale.percentile(values, p), 2)
@@ -84,6 +95,11 @@ def side_by_side(engines: dict[str, LcmEngine]) -> dict[str, dict[str, float]]:
         }
         for name, timer in timers.items()
     }
+
+
+def stored_messages(engine: LcmEngine) -> int:
+    """The message count of the engine's conversation, as the store holds it."""
+    return engine.store.conversation(engine._conversation()).message_count
 
 
 # Host processes on one database.
@@ -168,17 +184,20 @@ def main() -> None:
                 "sqlite": make_engine(str(directory / "lcm.db"), directory),
                 "postgresql": make_engine(url, directory),
             }
+            generators = {backend: scale.Generator() for backend in engines}
             for backend, engine in engines.items():
                 started = time.perf_counter()
-                built = scale.build(engine, scale.Generator(), args.messages)
+                built = scale.build(engine, generators[backend], args.messages)
                 figures[f"build_{backend}"] = {
                     "seconds": round(time.perf_counter() - started, 1),
                     "ingest_msgs_per_s": round(built["ingest_msgs_per_s"]),
                 }
                 log(f"built {backend}: {figures[f'build_{backend}']}")
             with psycopg.connect(parse_url(url).conninfo, autocommit=True) as conn:
-                conn.execute("ANALYZE")  # what autovacuum does after a bulk load
-            per_backend = side_by_side(engines)
+                # What autovacuum does after a bulk load (a server may have it off: the CI
+                # one does): without it, compaction's dead context items stay in the table.
+                conn.execute("VACUUM ANALYZE")
+            per_backend = side_by_side(engines, generators)
             figures.update(per_backend)
             figures["ratio_pg_over_sqlite_p50"] = {
                 key.removesuffix("_p50"): round(

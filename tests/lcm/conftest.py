@@ -1,22 +1,34 @@
-"""Fixtures for the LCM engine tests: a real SQLite store, tiktoken counting and the host's
-real summarizer service (extractive backend); a few tests swap in summarizers that fail,
-stall or ramble to prove the engine copes."""
+"""Fixtures for the LCM engine tests: a real store, tiktoken counting and the host's real
+summarizer service (extractive backend); a few tests swap in summarizers that fail, stall
+or ramble to prove the engine copes.
+
+Tests that take ``database`` run twice: on a SQLite file, then on a fresh PostgreSQL schema
+(marker ``postgres``; ``tests/pg/fixtures.py`` says when those skip).
+"""
 
 from __future__ import annotations
 
+import sqlite3
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pg.fixtures import fresh_schema_url, pg_connect, pg_database  # noqa: F401  (fixture)
+from pg.invariants import check_lcm_invariants
 
 from ctxengine_host.config import SummarizerSection
 from ctxengine_host.context import EngineContext
 from ctxengine_host.messages import content_text
 from ctxengine_host.models import SummaryResult
+from ctxengine_host.pg import close_pools, is_postgres_url, parse_url
 from ctxengine_host.summarizer import SummarizerService
 from ctxengine_host.tokens import TokenCounter
 from ctxengine_lcm.engine import LcmEngine
+
+#: The backends a ``database`` runs on.
+BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
 
 COUNTER = TokenCounter("gpt-4")
 
@@ -105,87 +117,75 @@ def turn(n: int, words: int = 60) -> list[dict[str, Any]]:
     ]
 
 
-@pytest.fixture
-def engine(tmp_path: Path):
-    eng = make_engine(tmp_path)
-    yield eng
-    eng.dispose()
+def new_database(request: pytest.FixtureRequest, backend: str, directory: Path) -> str:
+    """A SQLite file in ``directory``, or the URL of a fresh, migrated PostgreSQL schema."""
+    if backend == "sqlite":
+        return str(directory / "lcm.db")
+    return fresh_schema_url(request.getfixturevalue("pg_database"))
 
 
-def check_invariants(db_path: Path | str) -> dict[str, int]:
-    """Check the DAG of every conversation with plain SQL (independent of the store code).
+def release(database: str) -> None:
+    """Close this process's pool for ``database`` (schemas per test must not pile up
+    connections); the engines of other, wider-scoped fixtures keep theirs."""
+    if is_postgres_url(database):
+        close_pools(parse_url(database))
+
+
+@pytest.fixture(params=BACKENDS)
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """Where one test's LCM history lives: ``[engines.lcm] database``, on each backend."""
+    url = new_database(request, request.param, tmp_path)
+    yield url
+    release(url)
+
+
+#: Known failures of the PostgreSQL full-text search (``ts_query_sql`` in pg_store.py), found
+#: by running this suite on both backends; reported, left to the search rework.
+PG_PHRASE_POSITIONS = (
+    "a word that parses to several lexemes (secret-13965) is a phrase query, and a tsvector "
+    "keeps at most 255 positions per lexeme and none past 16,383: deep in a long text, a "
+    "phrase never matches"
+)
+PG_FTS_OPERATORS = (
+    "ts_query_sql joins every operand with && or ||: NOT becomes AND, a prefix word* "
+    "matches only the whole word, and AND mixed with OR becomes all OR"
+)
+
+
+def expect_failure_on_postgres(request: pytest.FixtureRequest, database: str, why: str) -> None:
+    """Mark this test's PostgreSQL run as a known failure; strict, so a fix shows up as
+    XPASS(strict) and the mark is then removed."""
+    if is_postgres_url(database):
+        request.applymarker(pytest.mark.xfail(reason=why, strict=True))
+
+
+def check_invariants(database: Path | str) -> dict[str, int]:
+    """Check the DAG of every conversation with plain SQL (independent of the store code),
+    in a SQLite file or a PostgreSQL schema (``tests/pg/invariants.py``).
 
     Every stored message is reachable from its conversation's active context exactly once,
     in sequence order; every summary exactly once; running totals match the items.
     Returns counts for the caller's own assertions.
     """
-    import sqlite3
-
-    conn = sqlite3.connect(str(db_path))
+    if is_postgres_url(str(database)):
+        with pg_connect(str(database)) as conn:
+            return check_lcm_invariants(conn)
+    conn = sqlite3.connect(str(database))
     try:
-        totals = {"conversations": 0, "messages": 0, "summaries": 0}
-        for conv_id, context_tokens, message_count in conn.execute(
-            "SELECT id, context_tokens, message_count FROM conversations"
-        ).fetchall():
-            totals["conversations"] += 1
-            items = conn.execute(
-                "SELECT kind, ref_id, token_count FROM context_items WHERE conversation_id=? "
-                "ORDER BY ordinal",
-                (conv_id,),
-            ).fetchall()
-            assert context_tokens == sum(t for _, _, t in items), "running total drifted"
-            seen_messages: list[int] = []
-            seen_summaries: list[int] = []
+        return check_lcm_invariants(conn, prefix="", mark="?")
+    finally:
+        conn.close()
 
-            def walk(
-                kind: str, ref: int, seen_messages=seen_messages, seen_summaries=seen_summaries
-            ) -> None:
-                if kind == "message":
-                    seen_messages.append(ref)
-                    return
-                seen_summaries.append(ref)
-                (skind,) = conn.execute("SELECT kind FROM summaries WHERE id=?", (ref,)).fetchone()
-                if skind == "leaf":
-                    rows = conn.execute(
-                        "SELECT message_id FROM summary_messages WHERE summary_id=? ORDER BY ord",
-                        (ref,),
-                    ).fetchall()
-                    assert rows, f"leaf summary {ref} has no sources"
-                    seen_messages.extend(r[0] for r in rows)
-                else:
-                    rows = conn.execute(
-                        "SELECT source_id FROM summary_sources WHERE summary_id=? ORDER BY ord",
-                        (ref,),
-                    ).fetchall()
-                    assert rows, f"condensed summary {ref} has no sources"
-                    for (child,) in rows:
-                        walk("summary", child, seen_messages, seen_summaries)
 
-            for kind, ref, _ in items:
-                walk(kind, ref)
-            stored = [
-                r[0]
-                for r in conn.execute(
-                    "SELECT id FROM messages WHERE conversation_id=? ORDER BY seq", (conv_id,)
-                )
-            ]
-            assert len(stored) == message_count
-            assert seen_messages == stored, "messages not reachable exactly once, in order"
-            all_summaries = {
-                r[0]
-                for r in conn.execute(
-                    "SELECT id FROM summaries WHERE conversation_id=?", (conv_id,)
-                )
-            }
-            assert sorted(seen_summaries) == sorted(all_summaries), "orphan or shared summary"
-            for sid, dm in conn.execute(
-                "SELECT id, descendant_messages FROM summaries WHERE conversation_id=?",
-                (conv_id,),
-            ):
-                assert dm > 0, f"summary {sid} covers no messages"
-            totals["messages"] += len(stored)
-            totals["summaries"] += len(all_summaries)
-        return totals
+def query(database: str, sql: str, params: tuple = ()) -> list[tuple]:
+    """The rows of ``sql`` on either backend; written for PostgreSQL (``lcm_`` tables,
+    ``%s`` marks), translated for SQLite (no prefix, ``?`` marks)."""
+    if is_postgres_url(database):
+        with pg_connect(database) as conn:
+            return conn.execute(sql, params).fetchall()
+    conn = sqlite3.connect(database)
+    try:
+        return conn.execute(sql.replace("lcm_", "").replace("%s", "?"), params).fetchall()
     finally:
         conn.close()
 

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import json
 
-from conftest import count_tokens, drive, make_engine, turn, uid
+from conftest import (
+    PG_PHRASE_POSITIONS,
+    count_tokens,
+    drive,
+    expect_failure_on_postgres,
+    make_engine,
+    query,
+    turn,
+    uid,
+)
 
 from ctxengine_host.validity import sequence_problems
 
@@ -13,8 +22,8 @@ def _body(result):
     return result.messages[1:]
 
 
-def test_within_budget_exact_estimate_and_valid(tmp_path):
-    engine = make_engine(tmp_path)
+def test_within_budget_exact_estimate_and_valid(tmp_path, database):
+    engine = make_engine(tmp_path, database=database)
     history = drive(engine, 60)
     for budget in (6000, 3000, 1500):
         result = engine.select_context(history, budget_tokens=budget)
@@ -25,8 +34,8 @@ def test_within_budget_exact_estimate_and_valid(tmp_path):
         assert "lcm_grep" in result.system_prompt_addition
 
 
-def test_same_list_when_nothing_changed(tmp_path):
-    engine = make_engine(tmp_path)
+def test_same_list_when_nothing_changed(tmp_path, database):
+    engine = make_engine(tmp_path, database=database)
     history = drive(engine, 30)
     first = engine.select_context(history, budget_tokens=6000)
     second = engine.select_context(history, budget_tokens=6000)
@@ -39,8 +48,8 @@ def test_same_list_when_nothing_changed(tmp_path):
     assert third.messages[-1]["message_uid"] == batch[-1]["message_uid"]
 
 
-def test_summaries_are_marked_with_ids_and_time_range(tmp_path):
-    engine = make_engine(tmp_path)
+def test_summaries_are_marked_with_ids_and_time_range(tmp_path, database):
+    engine = make_engine(tmp_path, database=database)
     history = drive(engine, 40)
     result = engine.select_context(history, budget_tokens=6000)
     summary = result.messages[1]
@@ -49,8 +58,8 @@ def test_summaries_are_marked_with_ids_and_time_range(tmp_path):
     assert "Z to 20" in summary["content"] and "lcm_expand(id=" in summary["content"]
 
 
-def test_oldest_summaries_dropped_first_and_newest_user_turn_kept(tmp_path):
-    engine = make_engine(tmp_path)
+def test_oldest_summaries_dropped_first_and_newest_user_turn_kept(tmp_path, database):
+    engine = make_engine(tmp_path, database=database)
     history = drive(engine, 60)
     full = engine.select_context(history, budget_tokens=6000)
     tight = engine.select_context(history, budget_tokens=900)
@@ -63,8 +72,8 @@ def test_oldest_summaries_dropped_first_and_newest_user_turn_kept(tmp_path):
     assert tail == full_body[len(full_body) - len(tail) :]
 
 
-def test_fresh_tail_never_splits_the_newest_user_turn(tmp_path):
-    engine = make_engine(tmp_path, fresh_tail_messages=2)
+def test_fresh_tail_never_splits_the_newest_user_turn(tmp_path, database):
+    engine = make_engine(tmp_path, database=database, fresh_tail_messages=2)
     history = drive(engine, 20)
     # A long agent loop after one user message: 30 tool round trips.
     batch = [{"role": "user", "content": "refactor everything", "message_uid": uid()}]
@@ -92,11 +101,13 @@ def test_fresh_tail_never_splits_the_newest_user_turn(tmp_path):
     assert all(m["message_uid"] in uids for m in batch)  # the whole newest turn is raw
 
 
-def test_large_tool_output_kept_outside_the_context(tmp_path):
-    engine = make_engine(tmp_path, large_output_tokens=500)
-    history = drive(engine, 3)
-    big = "\n".join(f"line {i}: secret-{i * 7} payload" for i in range(2000))
-    batch = [
+#: A tool output far over ``large_output_tokens`` (500): 2,000 lines, every one "secret-N".
+BIG = "\n".join(f"line {i}: secret-{i * 7} payload" for i in range(2000))
+
+
+def dump(content: str) -> list[dict]:
+    """A user turn whose tool call returns ``content``."""
+    return [
         {"role": "user", "content": "dump the log", "message_uid": uid()},
         {
             "role": "assistant",
@@ -106,8 +117,14 @@ def test_large_tool_output_kept_outside_the_context(tmp_path):
                 {"id": "c1", "type": "function", "function": {"name": "cat", "arguments": "{}"}}
             ],
         },
-        {"role": "tool", "tool_call_id": "c1", "content": big, "message_uid": uid()},
+        {"role": "tool", "tool_call_id": "c1", "content": content, "message_uid": uid()},
     ]
+
+
+def test_large_tool_output_kept_outside_the_context(tmp_path, database):
+    engine = make_engine(tmp_path, database=database, large_output_tokens=500)
+    history = drive(engine, 3)
+    batch = dump(BIG)
     engine.ingest("s1", batch)
     result = engine.select_context(history + batch, budget_tokens=6000)
     stub = result.messages[-1]
@@ -123,10 +140,15 @@ def test_large_tool_output_kept_outside_the_context(tmp_path):
         )
         pieces.append(out["message"]["content"])
         offset = out["next_offset"]
-    assert "".join(pieces) == big and len(pieces) > 2
+    assert "".join(pieces) == BIG and len(pieces) > 2
+    sql = "SELECT COUNT(*) FROM lcm_messages WHERE content LIKE %s"
+    assert query(database, sql, ("%secret-13965%",)) == [(1,)]
+
+
+def test_a_word_deep_in_a_large_output_is_found(tmp_path, database, request):
+    expect_failure_on_postgres(request, database, PG_PHRASE_POSITIONS)
+    engine = make_engine(tmp_path, database=database, large_output_tokens=500)
+    batch = dump(BIG)
+    engine.ingest("s1", batch)
     hits = json.loads(engine.handle_tool_call("lcm_grep", {"pattern": "secret-13965"}))
-    assert hits["results"][0]["role"] == "tool"
-    (count,) = engine.store._conn.execute(
-        "SELECT COUNT(*) FROM messages WHERE content LIKE '%secret-13965%'"
-    ).fetchone()
-    assert count == 1
+    assert [r["role"] for r in hits["results"]] == ["tool"]

@@ -1,4 +1,5 @@
-"""The contract test kit (ctxengine_host.testing) run against the LCM engine."""
+"""The contract test kit (ctxengine_host.testing) run against the LCM engine, on each
+backend (``database``: a SQLite file, then a fresh PostgreSQL schema)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from ctxengine_lcm.engine import LcmEngine
 
 class TestLcmContract(ContextEngineContract):
     @pytest.fixture
-    def engine(self, engine_context):
-        engine = LcmEngine(context=engine_context)
+    def engine(self, engine_context, database):
+        engine = LcmEngine(config={"database": database}, context=engine_context)
         yield engine
         engine.dispose()

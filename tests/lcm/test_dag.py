@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 
-from conftest import check_invariants, drive, make_engine
+from conftest import check_invariants, drive, make_engine, query
 
 
 def _seq_coverage(engine) -> list[tuple[int, int]]:
@@ -22,10 +22,10 @@ def _seq_coverage(engine) -> list[tuple[int, int]]:
     return spans
 
 
-def test_every_message_reachable_once_and_history_contiguous(tmp_path):
-    engine = make_engine(tmp_path)
+def test_every_message_reachable_once_and_history_contiguous(tmp_path, database):
+    engine = make_engine(tmp_path, database=database)
     drive(engine, 120)
-    totals = check_invariants(engine.database_path)
+    totals = check_invariants(database)
     assert totals["messages"] == 480
     assert totals["summaries"] > 10
     spans = _seq_coverage(engine)
@@ -39,8 +39,8 @@ def test_every_message_reachable_once_and_history_contiguous(tmp_path):
     assert any(int(d) >= 1 for d in depths), depths
 
 
-def test_expansion_returns_exactly_the_sources_in_order(tmp_path):
-    engine = make_engine(tmp_path)
+def test_expansion_returns_exactly_the_sources_in_order(tmp_path, database):
+    engine = make_engine(tmp_path, database=database)
     history = drive(engine, 80)
     originals = {m["message_uid"]: m for m in history if "message_uid" in m}
     store = engine.store
@@ -77,28 +77,27 @@ def test_expansion_returns_exactly_the_sources_in_order(tmp_path):
     assert checked_leaf > 5 and checked_condensed >= 1
 
 
-def test_every_summary_keeps_lineage_to_the_context(tmp_path):
-    engine = make_engine(tmp_path)
+def test_every_summary_keeps_lineage_to_the_context(tmp_path, database):
+    engine = make_engine(tmp_path, database=database)
     drive(engine, 100)
     store = engine.store
     in_context = {
         i.ref_id for i in store.context_items(engine._conversation()) if i.kind == "summary"
     }
-    conn = store._conn
-    for (sid,) in conn.execute("SELECT id FROM summaries").fetchall():
+    for (sid,) in query(database, "SELECT id FROM lcm_summaries"):
         desc = json.loads(engine.handle_tool_call("lcm_describe", {"id": f"sum_{sid}"}))
         root = desc["lineage"][-1] if desc["lineage"] else f"sum_{sid}"
         assert int(root[4:]) in in_context
         assert desc["in_active_context_via"] == root
-    for (mid,) in conn.execute("SELECT id FROM messages ORDER BY id LIMIT 60").fetchall():
+    for (mid,) in query(database, "SELECT id FROM lcm_messages ORDER BY id LIMIT 60"):
         desc = json.loads(engine.handle_tool_call("lcm_describe", {"id": f"msg_{mid}"}))
         assert desc["in_active_context"] or desc["lineage"], desc
         expected = desc["lineage"][-1] if desc["lineage"] else f"msg_{mid}"
         assert desc["in_active_context_via"] == expected
 
 
-def test_reset_starts_new_context_and_keeps_the_store(tmp_path):
-    engine = make_engine(tmp_path)
+def test_reset_starts_new_context_and_keeps_the_store(tmp_path, database):
+    engine = make_engine(tmp_path, database=database)
     drive(engine, 40)
     before = engine._conversation()
     engine.on_session_reset()
@@ -107,25 +106,25 @@ def test_reset_starts_new_context_and_keeps_the_store(tmp_path):
     drive(engine, 5, start=500)
     out = json.loads(engine.handle_tool_call("lcm_grep", {"pattern": "fact3"}))
     assert out["count"] >= 1  # the old conversation is still searchable
-    totals = check_invariants(engine.database_path)
+    totals = check_invariants(database)
     assert totals["conversations"] == 2 and totals["messages"] == 180
 
 
-def test_pressure_keeps_the_dag_shallow(tmp_path):
+def test_pressure_keeps_the_dag_shallow(tmp_path, database):
     # The summary budget (default share) fills up after a few dozen leaves; the merges it
     # forces must stay balanced (depth logarithmic in the number of leaves), not a chain.
-    engine = make_engine(tmp_path)
+    engine = make_engine(tmp_path, database=database)
     drive(engine, 150)
-    conn = engine.store._conn
-    (leaves,) = conn.execute("SELECT COUNT(*) FROM summaries WHERE kind='leaf'").fetchone()
-    (depth,) = conn.execute("SELECT MAX(depth) FROM summaries").fetchone()
+    ((leaves, depth),) = query(
+        database, "SELECT COUNT(*) FILTER (WHERE kind='leaf'), MAX(depth) FROM lcm_summaries"
+    )
     assert leaves > 30
     assert depth <= 2 * math.ceil(math.log2(leaves)) + 2, (leaves, depth)
-    check_invariants(engine.database_path)
+    check_invariants(database)
 
 
-def test_forced_compaction_of_a_tiny_history_changes_nothing(tmp_path):
-    engine = make_engine(tmp_path)
+def test_forced_compaction_of_a_tiny_history_changes_nothing(tmp_path, database):
+    engine = make_engine(tmp_path, database=database)
     engine.ingest(
         "s1",
         [

@@ -32,9 +32,9 @@ def test_the_config_minimum_is_the_leaf_minimum():
         LcmConfig(leaf_chunk_tokens=MIN_LEAF_SOURCE_TOKENS - 1)
 
 
-def test_the_smallest_chunk_size_still_compacts(tmp_path):
-    engine = make_engine(tmp_path, context_length=3_000, leaf_chunk_tokens=256,
-                         fresh_tail_messages=4)  # fmt: skip
+def test_the_smallest_chunk_size_still_compacts(tmp_path, database):
+    engine = make_engine(tmp_path, database=database, context_length=3_000,
+                         leaf_chunk_tokens=256, fresh_tail_messages=4)  # fmt: skip
     history = [
         {"role": "user" if n % 2 == 0 else "assistant",
          "content": f"message {n} " + "lorem ipsum dolor " * 20, "message_uid": uid()}
@@ -43,4 +43,4 @@ def test_the_smallest_chunk_size_still_compacts(tmp_path):
     engine.ingest("s1", history)
     result = engine.compress(history, force=True)
     assert result.compacted, result.reason
-    assert check_invariants(engine.database_path)["summaries"] > 0
+    assert check_invariants(database)["summaries"] > 0

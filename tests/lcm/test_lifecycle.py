@@ -10,29 +10,30 @@ import pytest
 from conftest import FOCUS_TOPICS, check_invariants, drive, make_context, make_engine, turn
 
 from ctxengine_host.models import CompactResult
+from ctxengine_host.pg import is_postgres_url, parse_url
 from ctxengine_lcm.config import LcmConfig, resolve_database_path
 from ctxengine_lcm.engine import LcmEngine
 
 
-def test_resume_after_restart(tmp_path):
-    engine = make_engine(tmp_path)
+def test_resume_after_restart(tmp_path, database):
+    engine = make_engine(tmp_path, database=database)
     history = drive(engine, 50)
     before = engine.select_context(history, budget_tokens=6000)
     engine.dispose()
-    reopened = make_engine(tmp_path)
+    reopened = make_engine(tmp_path, database=database)
     after = reopened.select_context(history, budget_tokens=6000)
     assert after.messages == before.messages
     # Ingesting the same messages again (a retried turn) stores nothing twice.
     assert reopened.ingest("s1", history[1:]).count == 0
     history += turn(900)
-    reopened.ingest("s1", history[-4:])
+    assert reopened.ingest("s1", history[-8:]).count == 4  # a retry with new messages
     assert reopened.select_context(history, budget_tokens=6000).messages[-1] == history[-1]
-    assert check_invariants(reopened.database_path)["messages"] == 204
+    assert check_invariants(database)["messages"] == 204
 
 
-def test_bootstrap_imports_history_idempotently(tmp_path):
+def test_bootstrap_imports_history_idempotently(tmp_path, database):
     history = [m for n in range(30) for m in turn(n)]
-    engine = make_engine(tmp_path)
+    engine = make_engine(tmp_path, database=database)
     assert engine.bootstrap("s1", history, None).imported_messages == 120
     assert engine.bootstrap("s1", history, None).imported_messages == 0
     # Messages without uids get derived ones: the same history imports once too.
@@ -42,18 +43,18 @@ def test_bootstrap_imports_history_idempotently(tmp_path):
     engine.on_session_start("s1")
     result = engine.compress(history)
     assert result.compacted and result.messages is None
-    check_invariants(engine.database_path)
+    check_invariants(database)
 
 
-def test_compress_catches_up_on_messages_never_ingested(tmp_path):
-    engine = make_engine(tmp_path)
+def test_compress_catches_up_on_messages_never_ingested(tmp_path, database):
+    engine = make_engine(tmp_path, database=database)
     history = [{"role": "system", "content": "sys"}] + [m for n in range(10) for m in turn(n)]
     result = engine.select_context(history, conversation_messages=history[1:], budget_tokens=6000)
     assert result.messages[-1]["message_uid"] == history[-1]["message_uid"]
 
 
-def test_clone_has_its_own_connection_and_budget(tmp_path):
-    engine = make_engine(tmp_path)
+def test_clone_has_its_own_connection_and_budget(tmp_path, database):
+    engine = make_engine(tmp_path, database=database)
     drive(engine, 10)
     clone = engine.clone_for_agent()
     assert clone.threshold_tokens == engine.threshold_tokens
@@ -68,8 +69,8 @@ def test_clone_has_its_own_connection_and_budget(tmp_path):
     engine.dispose()
 
 
-def test_subagent_grant_gives_capped_read_access_then_revokes(tmp_path):
-    parent = make_engine(tmp_path, subagent_token_cap=600, subagent_max_depth=2)
+def test_subagent_grant_gives_capped_read_access_then_revokes(tmp_path, database):
+    parent = make_engine(tmp_path, database=database, subagent_token_cap=600, subagent_max_depth=2)
     drive(parent, 30)
     child = parent.clone_for_agent()
     child.on_session_start("child-1")
@@ -92,8 +93,8 @@ def test_subagent_grant_gives_capped_read_access_then_revokes(tmp_path):
     assert json.loads(grandchild.handle_tool_call("lcm_grep", {"pattern": "fact6"}))["count"] == 0
 
 
-def test_grant_expires_with_ttl(tmp_path):
-    parent = make_engine(tmp_path)
+def test_grant_expires_with_ttl(tmp_path, database):
+    parent = make_engine(tmp_path, database=database)
     drive(parent, 5)
     child = parent.clone_for_agent()
     child.on_session_start("c")
@@ -103,17 +104,18 @@ def test_grant_expires_with_ttl(tmp_path):
     assert json.loads(child.handle_tool_call("lcm_grep", {"pattern": "fact1"}))["count"] == 0
 
 
-def test_status_reports_store_and_integrity(tmp_path):
-    engine = make_engine(tmp_path)
+def test_status_reports_store_and_integrity(tmp_path, database):
+    engine = make_engine(tmp_path, database=database)
     drive(engine, 20)
     status = engine.get_status()
-    assert status["store_path"] == str(tmp_path / "lcm.db")
+    where = parse_url(database).label if is_postgres_url(database) else database
+    assert status["store_path"] == where
     assert status["store_bytes"] > 0 and status["integrity"] == "ok"
     assert status["stored_messages"] == 80 and 0 <= status["usage_percent"] <= 100
 
 
-def test_deadline_in_the_past_commits_nothing(tmp_path):
-    engine = make_engine(tmp_path)
+def test_deadline_in_the_past_commits_nothing(tmp_path, database):
+    engine = make_engine(tmp_path, database=database)
     history = drive(engine, 6)
     version = engine.store.conversation(engine._conversation()).context_version
     result = engine.compress(history, force=True, deadline=time.monotonic() - 1)
@@ -121,25 +123,28 @@ def test_deadline_in_the_past_commits_nothing(tmp_path):
     assert engine.store.conversation(engine._conversation()).context_version == version
 
 
-def test_deadline_reached_during_summarizing_commits_nothing(tmp_path):
+def test_deadline_reached_during_summarizing_commits_nothing(tmp_path, database):
     def slow(content, target_tokens, focus_topic=None, previous=None):
         time.sleep(0.3)
         from conftest import headline_summarize
 
         return headline_summarize(content, target_tokens)
 
-    engine = LcmEngine(config={"fresh_tail_messages": 4}, context=make_context(tmp_path, slow))
+    engine = LcmEngine(
+        config={"database": database, "fresh_tail_messages": 4},
+        context=make_context(tmp_path, slow),
+    )
     engine.update_model("gpt-4", 8000)
     engine.on_session_start("s1")
     history = [m for n in range(20) for m in turn(n)]
     engine.ingest("s1", history)
     result = engine.compress(history, force=True, deadline=time.monotonic() + 0.1)
     assert not result.compacted and "deadline" in result.reason
-    check_invariants(engine.database_path)
+    check_invariants(database)
 
 
-def test_force_and_focus_topic_reach_the_summarizer(tmp_path):
-    engine = make_engine(tmp_path)
+def test_force_and_focus_topic_reach_the_summarizer(tmp_path, database):
+    engine = make_engine(tmp_path, database=database)
     history = drive(engine, 8)
     FOCUS_TOPICS.clear()
     result = engine.compress(history, force=True, focus_topic="database migrations")
@@ -147,11 +152,11 @@ def test_force_and_focus_topic_reach_the_summarizer(tmp_path):
     assert FOCUS_TOPICS and set(FOCUS_TOPICS) == {"database migrations"}
 
 
-def test_summarizer_failure_ends_the_sweep_without_raising(tmp_path):
+def test_summarizer_failure_ends_the_sweep_without_raising(tmp_path, database):
     def broken(*args, **kwargs):
         raise RuntimeError("insufficient_quota")
 
-    engine = LcmEngine(context=make_context(tmp_path, broken))
+    engine = LcmEngine(config={"database": database}, context=make_context(tmp_path, broken))
     engine.update_model("gpt-4", 8000)
     engine.on_session_start("s1")
     history = [m for n in range(40) for m in turn(n)]
@@ -161,13 +166,16 @@ def test_summarizer_failure_ends_the_sweep_without_raising(tmp_path):
     assert engine.select_context(history, budget_tokens=3000).estimated_tokens <= 3000
 
 
-def test_oversized_summaries_are_cut_so_sweeps_converge(tmp_path):
+def test_oversized_summaries_are_cut_so_sweeps_converge(tmp_path, database):
     def verbose(content, target_tokens, focus_topic=None, previous=None):
         from ctxengine_host.models import SummaryResult
 
         return SummaryResult(text="blah " * 5000, level=0)
 
-    engine = LcmEngine(config={"fresh_tail_messages": 4}, context=make_context(tmp_path, verbose))
+    engine = LcmEngine(
+        config={"database": database, "fresh_tail_messages": 4},
+        context=make_context(tmp_path, verbose),
+    )
     engine.update_model("gpt-4", 8000)
     engine.on_session_start("s1")
     history = [m for n in range(60) for m in turn(n)]
@@ -177,8 +185,8 @@ def test_oversized_summaries_are_cut_so_sweeps_converge(tmp_path):
     assert engine.store.conversation(engine._conversation()).context_tokens < 6000
 
 
-def test_threads_share_the_database(tmp_path):
-    engine = make_engine(tmp_path)
+def test_threads_share_the_database(tmp_path, database):
+    engine = make_engine(tmp_path, database=database)
     drive(engine, 5)
     errors: list[BaseException] = []
 
@@ -196,7 +204,11 @@ def test_threads_share_the_database(tmp_path):
     for t in threads:
         t.join()
     assert not errors
-    assert check_invariants(engine.database_path)["messages"] == 20 + 4 * 60
+    assert check_invariants(database)["messages"] == 20 + 4 * 60
+
+
+# SQLite only: where the file goes (a PostgreSQL URL is opened by ctxengine_lcm.backend,
+# tests/pg/test_lcm_backends.py), and that constructing an engine creates no file.
 
 
 def test_config_validation_and_database_location(tmp_path):

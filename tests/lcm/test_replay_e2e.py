@@ -1,5 +1,10 @@
 """End to end: the committed sample replayed through the real runtime with the slot set to
-lcm, every probe recovered through the engine's own tools with the question's keywords."""
+lcm, every probe recovered through the engine's own tools with the question's keywords.
+
+SQLite only: a replay keeps the engine's files with its output (``--out``), which is what
+the last assertions check; the engine's behaviour on PostgreSQL is the ``database``-
+parametrized suite's subject, and the CLI's on PostgreSQL is tests/pg/test_cli.py's.
+"""
 
 from __future__ import annotations
 

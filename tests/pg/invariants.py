@@ -1,7 +1,9 @@
-"""The LCM DAG invariants checked with plain SQL on PostgreSQL (independent of the store).
+"""The LCM DAG invariants checked with plain SQL, on PostgreSQL or a SQLite file (independent
+of the store code).
 
 Every stored message is reachable from its conversation's active context exactly once,
-in sequence order; every summary exactly once; the running totals match the items.
+in sequence order; every summary exactly once and covering messages; the running totals
+match the items.
 """
 
 from __future__ import annotations
@@ -63,6 +65,11 @@ def check_lcm_invariants(conn: Any, prefix: str = "lcm_", mark: str = "%s") -> d
             r[0] for r in q("SELECT id FROM lcm_summaries WHERE conversation_id=%s", (conv_id,))
         }
         assert sorted(summaries) == sorted(every), f"{conv_id}: orphan or shared summary"
+        empty = q(
+            "SELECT id FROM lcm_summaries WHERE conversation_id=%s AND descendant_messages <= 0",
+            (conv_id,),
+        ).fetchall()
+        assert not empty, f"{conv_id}: summaries {empty} cover no messages"
         totals["messages"] += len(stored)
         totals["summaries"] += len(every)
     return totals

@@ -246,7 +246,9 @@ def lcm_uids(db: Path) -> list[str]:
 
 def _load_lcm_invariants():
     """The LCM suite's independent DAG checker (tests/lcm/conftest.py), reused as is."""
-    path = Path(__file__).resolve().parents[1] / "lcm" / "conftest.py"
+    tests = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(tests))  # it imports tests/pg's fixtures and invariants
+    path = tests / "lcm" / "conftest.py"
     spec = importlib.util.spec_from_file_location("lcm_suite_invariants", path)
     module = importlib.util.module_from_spec(spec)
     assert spec.loader is not None

@@ -1,0 +1,78 @@
+"""The store's own operations, called directly, on each backend: the same answers from the
+SQLite file and the PostgreSQL schema."""
+
+from __future__ import annotations
+
+import time
+
+from conftest import check_invariants, drive, make_engine
+
+from ctxengine_lcm.store import ContextItem, Grant, NewMessage, NewSummary
+
+
+def test_store_operations_agree(tmp_path, database):
+    engine = make_engine(tmp_path, database=database)
+    try:
+        store = engine.store
+        conv = store.current_conversation("s1")
+        assert store.current_conversation("s1").id == conv.id
+        message = NewMessage("u1", "user", "needle in text", "{}", None, None, 3, 3, False, 5.0)
+        assert store.append_messages(conv.id, [message]) == 1
+        found = store.message_by_uid([conv.id], "u1")
+        assert found is not None and found.seq == 1 and found.content == "needle in text"
+        assert store.known_uid(conv.id, "u1") and not store.known_uid(conv.id, "u2")
+        hits = store.search_fulltext([conv.id], '"needle"', "messages", None, None, 5, False, 100)
+        assert [h.id for h in hits] == [found.id]
+        assert [h.id for h in store.scan_recent([conv.id], "messages", None, None, 10)] == [
+            found.id
+        ]
+        newer = store.start_new_conversation("s1")
+        assert newer.generation == conv.generation + 1
+        assert store.session_conversation_ids("s1") == [newer.id, conv.id]
+        grant_id = store.create_grant(Grant(0, "child", "s1", 1, 100, 0, None))
+        store.charge_grant(grant_id, 7)
+        (grant,) = store.active_grants("child", time.time())
+        assert grant.tokens_used == 7 and grant.conversation_ids == [newer.id, conv.id]
+        assert store.revoke_grants("child") == 1 and store.active_grants("child", 0) == []
+        assert store.stats(conv.id)["stored_messages"] == 1
+    finally:
+        engine.dispose()
+
+
+def test_a_stale_compaction_step_and_a_late_one_write_nothing(tmp_path, database):
+    engine = make_engine(tmp_path, database=database)
+    try:
+        drive(engine, 3)
+        store = engine.store
+        conv = store.current_conversation("s1")
+        items = store.context_items(conv.id)[:2]
+        draft = NewSummary("leaf", 0, "s", 1, 0.0, 1.0, 1, 2, 2, 0, 10, 0,
+                           tuple(i.ref_id for i in items))  # fmt: skip
+        stale = [ContextItem(i.ordinal, i.kind, i.ref_id + 1000, 1, -1, i.role) for i in items]
+        assert store.replace_with_summary(conv.id, stale, draft) is None
+        assert store.replace_with_summary(conv.id, items, draft, time.monotonic() - 1) is None
+        assert store.context_items(conv.id)[:2] == items
+        assert store.replace_with_summary(conv.id, items, draft) is not None
+        assert check_invariants(database)["summaries"] == 1
+    finally:
+        engine.dispose()
+
+
+def test_missed_messages_are_stored_in_their_history_position(tmp_path, database):
+    engine = make_engine(tmp_path, database=database)
+    try:
+        store = engine.store
+        conv = store.current_conversation("s1").id
+        rows = [NewMessage(f"u{n}", "user", f"m{n}", "{}", None, None, 3, 3, False, n)
+                for n in range(4)]  # fmt: skip
+        store.append_messages(conv, rows)
+        missed = [NewMessage("late", "assistant", "late", "{}", None, None, 2, 2, False, 9.0)]
+        assert store.insert_messages_after(conv, "u1", missed) == 1
+        assert store.insert_messages_after(conv, "u1", missed) == 0  # known uid: skipped
+        items = store.context_items(conv)
+        contents = [store.message(i.ref_id).content for i in items]
+        assert contents == ["m0", "m1", "late", "m2", "m3"]
+        assert [store.message(i.ref_id).seq for i in items] == [1, 2, 3, 4, 5]
+        assert check_invariants(database)["messages"] == 5
+    finally:
+        engine.dispose()
