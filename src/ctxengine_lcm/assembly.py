@@ -60,20 +60,23 @@ def fit_to_budget(
         None,
     )
     head_tokens = count(head) - REPLY_PRIMER_TOKENS if head else 0
-    keep = list(range(len(blocks)))
+    # Blocks go oldest first; the newest block and the newest user message always stay.
+    droppable = [b for b in range(len(blocks) - 1) if b != newest_user]
+    dropped = 0
     total = head_tokens + sum(b[2] for b in blocks) + REPLY_PRIMER_TOKENS
-
-    def droppable() -> int | None:
-        # The newest block and the newest user message always stay.
-        return next((k for k in keep[:-1] if k != newest_user), None)
-
     while True:
-        while total > budget and (victim := droppable()) is not None:
-            keep.remove(victim)
-            total -= blocks[victim][2]
+        while total > budget and dropped < len(droppable):
+            total -= blocks[droppable[dropped]][2]
+            dropped += 1
+        # What stays: every block from the oldest one not dropped, and the newest user
+        # message if it is older than that.
+        cut = droppable[dropped] if dropped < len(droppable) else max(len(blocks) - 1, 0)
+        keep = list(range(cut, len(blocks)))
+        if newest_user is not None and newest_user < cut:
+            keep.insert(0, newest_user)
         messages = head + finalize([m for k in keep for m in items[blocks[k][0] : blocks[k][1]]])
         exact = count(messages)
-        if exact <= budget or droppable() is None:
+        if exact <= budget or dropped == len(droppable):
             return messages, exact
         # Per-item counts undershot the exact figure: go on from the exact one.
         total = exact

@@ -53,6 +53,12 @@ class LcmConfig(BaseModel):
     grep_whole_text_chars: int = Field(600, ge=0)
     #: Relevance ranking looks at this many of the newest full-text matches at most.
     grep_relevance_window: int = Field(20_000, ge=100)
+    #: Relevance sort reranks this many of the store's best matches (exact words first,
+    #: near-duplicates folded) before cutting to the limit.
+    grep_rerank_pool: int = Field(400, ge=1)
+    #: Word-set (Jaccard) similarity at which a lower-ranked hit is folded under a better
+    #: one in relevance results; above 1 folds nothing.
+    grep_fold_similarity: float = Field(0.5, gt=0)
     #: Default cap when expanding a summary; a single message defaults to expand_max_tokens
     #: so that most messages come back whole in one call (larger ones are paged).
     expand_default_tokens: int = Field(4_000, ge=64)

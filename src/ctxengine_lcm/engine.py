@@ -35,7 +35,7 @@ from .backend import open_lcm_store
 from .compaction import Compactor
 from .config import LcmConfig, resolve_database_path
 from .render import context_message, derived_uid, large_output_stub, summary_message, to_new_message
-from .store import Grant, LcmStore, NewMessage
+from .store import Appended, ContextItem, Conversation, Grant, LcmStore, NewMessage
 from .tools import TOOL_NAMES, TOOL_SCHEMAS, Access, ToolRunner
 
 Message = dict[str, Any]
@@ -79,6 +79,13 @@ class LcmEngine(ContextEngine):
         self._checked: tuple[int, str] | None = None
         self._warned_no_insert = False
         self._last_assembly: tuple[tuple, list[Message], AssembleResult] | None = None
+        #: (conversation id, context version, items): the active context as last read or
+        #: extended by this engine's own appends; trusted only while the store's version
+        #: is the same (another process may have changed the context).
+        self._items: tuple[int, int, list[ContextItem]] | None = None
+        #: Uids this engine stored since its last catch-up (a few thousand at most): known
+        #: without asking the store (messages are never deleted).
+        self._stored_uids: set[str] = set()
         self._rendered: dict[tuple[str, int], Message] = {}
         #: Exact token counts of the rendered messages, by object id (they live in _rendered).
         self._rendered_tokens: dict[int, int] = {}
@@ -120,6 +127,8 @@ class LcmEngine(ContextEngine):
     def _forget_caches(self) -> None:
         self._checked = None
         self._last_assembly = None
+        self._items = None
+        self._stored_uids = set()
         self._rendered = {}
         self._rendered_tokens = {}
 
@@ -300,7 +309,7 @@ class LcmEngine(ContextEngine):
         cached = self._last_assembly
         if cached is not None and cached[0] == key and cached[1] == head:
             return _fresh_copy(cached[2])
-        items = self.store.context_items(conversation.id)
+        items = self._context_items(conversation)
         if not items:
             return None
         rendered = self._render(items)
@@ -325,6 +334,33 @@ class LcmEngine(ContextEngine):
         )
         self._last_assembly = (key, head, result)
         return _fresh_copy(result)
+
+    def _context_items(self, conversation: Conversation) -> list[ContextItem]:
+        """The active context: the held items while the conversation row still shows their
+        version, else read whole. (Items read after the row may be newer than its version,
+        never older: a later version check or append then finds a mismatch and reads again.)
+        """
+        held = self._items
+        if held is not None and held[:2] == (conversation.id, conversation.context_version):
+            return held[2]
+        items = self.store.context_items(conversation.id)
+        self._items = (conversation.id, conversation.context_version, items)
+        return items
+
+    def _note_appended(self, conversation_id: int, appended: Appended) -> None:
+        """Extend the held context with this engine's own append when the held items are
+        the version the append started from (their messages rendered from what was stored,
+        so assembly need not read them back); otherwise drop the held items."""
+        if appended.version is None:
+            return
+        held = self._items
+        if held is None or held[:2] != (conversation_id, appended.version - 1):
+            self._items = None
+            return
+        preview = self.settings.large_output_preview_chars
+        for stored in appended.messages:
+            self._rendered[("message", stored.id)] = context_message(stored, preview)
+        self._items = (conversation_id, appended.version, held[2] + list(appended.items))
 
     def _budget(self, budget_tokens: int, runtime_settings: Any) -> int:
         if budget_tokens and budget_tokens > 0:
@@ -413,7 +449,12 @@ class LcmEngine(ContextEngine):
                 )
                 for n, m in enumerate(batch)
             ]
-            added += self.store.append_messages(conversation_id, records)
+            appended = self.store.append(conversation_id, records)
+            self._note_appended(conversation_id, appended)
+            if len(self._stored_uids) > CATCH_UP_LIMIT:  # a bulk load: not worth holding
+                self._stored_uids = set()
+            self._stored_uids.update(r.message_uid for r in records)
+            added += len(appended.messages)
         return added
 
     def _count_soon(self, messages: list[Message]) -> Callable[[], list[int]]:
@@ -467,10 +508,11 @@ class LcmEngine(ContextEngine):
             missing = [
                 i
                 for i in range(start, len(messages))
-                if (uid := _uid(messages[i])) and not self.store.known_uid(conversation_id, uid)
+                if (uid := _uid(messages[i])) and not self._known(conversation_id, uid)
             ]
         else:
             missing = self._walk_back(messages, conversation_id, limit)
+        self._stored_uids = set()  # the mark set below covers them from now on
         added = self._insert_missing(messages, missing, conversation_id) if missing else 0
         newest = next((i for i in range(len(messages) - 1, -1, -1) if _uid(messages[i])), None)
         self._checked = None if newest is None else (newest, _uid(messages[newest]))
@@ -501,7 +543,7 @@ class LcmEngine(ContextEngine):
             if not uid or uid in seen:
                 continue
             seen.add(uid)
-            if self.store.known_uid(conversation_id, uid):
+            if self._known(conversation_id, uid):
                 met_known = True
             else:
                 missing.append(i)
@@ -511,6 +553,9 @@ class LcmEngine(ContextEngine):
                 break
         missing.reverse()
         return missing
+
+    def _known(self, conversation_id: int, uid: str) -> bool:
+        return uid in self._stored_uids or self.store.known_uid(conversation_id, uid)
 
     def _insert_missing(
         self, messages: Sequence[Any], missing: list[int], conversation_id: int

@@ -87,6 +87,37 @@ def query_operands(expression: str) -> list[str]:
     return _OPERAND.findall(expression)
 
 
+@dataclass(frozen=True)
+class Operand:
+    """One operand of a built expression: its text (unquoted) and whether it is a prefix."""
+
+    text: str
+    prefix: bool
+
+
+#: An operand, or an operator between two of them.
+_PART = re.compile(r'"((?:[^"]|"")*)"( \*)?|(AND|OR|NOT)')
+
+
+def query_structure(expression: str) -> list[list[list[Operand]]]:
+    """An expression built by :func:`fts_query`, grouped by FTS5's precedence, for a backend
+    that writes it in another query language: alternatives (OR) of conjunctions (AND) of
+    exclusion chains (the first operand NOT each of the others).
+
+    ``a OR b AND c NOT d`` is ``[[[a]], [[b], [c, d]]]``: a, or b and (c but not d).
+    """
+    alternatives: list[list[list[Operand]]] = [[[]]]
+    for match in _PART.finditer(expression):
+        text, prefix, operator = match.groups()
+        if operator == "OR":
+            alternatives.append([[]])
+        elif operator == "AND":
+            alternatives[-1].append([])
+        elif operator is None:  # NOT continues the chain: what follows is excluded
+            alternatives[-1][-1].append(Operand(text.replace('""', '"'), prefix is not None))
+    return alternatives
+
+
 def parse_time(value: object, name: str) -> float | None:
     """Epoch seconds from a number or an ISO 8601 string (UTC when no offset is given)."""
     if value is None or value == "":

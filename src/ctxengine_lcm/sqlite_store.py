@@ -20,6 +20,7 @@ from typing import Any, Literal
 from .faults import fault_point
 from .search import query_operands
 from .store import (
+    Appended,
     ContextItem,
     Conversation,
     Grant,
@@ -33,6 +34,7 @@ from .store import (
 from .store_common import (
     DeadlinePassed,
     StoreCommon,
+    appended,
     first_unseen,
     grant_insert_params,
     message_from_row,
@@ -332,21 +334,20 @@ class SqliteStore(StoreCommon):
             )
         )
 
-    def append_messages(self, conversation_id: int, messages: Sequence[NewMessage]) -> int:
+    def append(self, conversation_id: int, messages: Sequence[NewMessage]) -> Appended:
         """Store new messages and append them to the active context; known uids are skipped.
 
         One transaction per call; rows, their full-text entries and context items are
         written with set-based statements (the batched ingest path).
         """
         if not messages:
-            return 0
+            return Appended()
         with self._write() as conn:
             fresh = self._fresh(conn, conversation_id, messages)
             if not fresh:
-                return 0
+                return Appended()
             count, next_ordinal = self._counters(conn, conversation_id)
-            self._insert_rows(conn, conversation_id, fresh, count + 1, next_ordinal)
-            return len(fresh)
+            return self._insert_rows(conn, conversation_id, fresh, count + 1, next_ordinal)
 
     def insert_messages_after(
         self, conversation_id: int, after_uid: str | None, messages: Sequence[NewMessage]
@@ -453,7 +454,7 @@ class SqliteStore(StoreCommon):
         fresh: list[NewMessage],
         first_seq: int,
         first_ordinal: int,
-    ) -> None:
+    ) -> Appended:
         """Rows, full-text entries and context items for ``fresh`` at free seq/ordinal slots."""
         last_seq = first_seq + len(fresh) - 1
         rows = [
@@ -503,11 +504,14 @@ class SqliteStore(StoreCommon):
                 for n, (ref, m) in enumerate(zip(ids, fresh, strict=True))
             ],
         )
-        conn.execute(
+        (version,) = conn.execute(
             "UPDATE conversations SET message_count=message_count+?, next_ordinal=next_ordinal+?, "
-            "context_tokens=context_tokens+?, context_version=context_version+1 WHERE id=?",
+            "context_tokens=context_tokens+?, context_version=context_version+1 WHERE id=? "
+            "RETURNING context_version",
             (len(fresh), len(fresh), sum(m.context_tokens for m in fresh), conversation_id),
-        )
+        ).fetchone()
+        items = [(first_ordinal + n, ref) for n, ref in enumerate(ids)]
+        return appended(conversation_id, fresh, first_seq, items, version)
 
     @staticmethod
     def _existing_uids(conn: sqlite3.Connection, conversation_id: int, uids: list[str]) -> set[str]:

@@ -93,6 +93,21 @@ class Conversation:
 
 
 @dataclass(frozen=True)
+class Appended:
+    """What one append stored: the new messages (seq order), their context items, and the
+    context version the append made (None: every uid was known, nothing changed).
+
+    Every change of a conversation's context moves its version by one in the same
+    transaction, so a caller holding the items of ``version - 1`` can extend them with
+    ``items`` instead of reading the whole context again.
+    """
+
+    messages: tuple[StoredMessage, ...] = ()
+    items: tuple[ContextItem, ...] = ()
+    version: int | None = None
+
+
+@dataclass(frozen=True)
 class NewSummary:
     kind: SummaryKind
     depth: int
@@ -156,6 +171,10 @@ class LcmStore(Protocol):
     # Messages.
     def known_uid(self, conversation_id: int, message_uid: str) -> bool: ...
     def append_messages(self, conversation_id: int, messages: Sequence[NewMessage]) -> int: ...
+    def append(self, conversation_id: int, messages: Sequence[NewMessage]) -> Appended:
+        """``append_messages``, telling what was stored and the context version it made."""
+        ...
+
     def insert_messages_after(
         self, conversation_id: int, after_uid: str | None, messages: Sequence[NewMessage]
     ) -> int:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from .store import (
+    Appended,
     ContextItem,
     Conversation,
     Grant,
@@ -74,6 +75,26 @@ def first_unseen(messages: Sequence[NewMessage], seen: set[str]) -> list[NewMess
     return fresh
 
 
+def appended(
+    conversation_id: int,
+    fresh: Sequence[NewMessage],
+    first_seq: int,
+    item_rows: Iterable[Sequence[Any]],
+    version: int,
+) -> Appended:
+    """The record of an append, from the stored messages and their context items' rows
+    (ordinal, message id): the ids come from the database, everything else is known."""
+    items = [
+        ContextItem(ordinal, "message", ref, m.context_tokens, -1, m.role)
+        for (ordinal, ref), m in zip(sorted(item_rows), fresh, strict=True)
+    ]
+    stored = [
+        StoredMessage(id=i.ref_id, conversation_id=conversation_id, seq=first_seq + n, **vars(m))
+        for n, (i, m) in enumerate(zip(items, fresh, strict=True))
+    ]
+    return Appended(tuple(stored), tuple(items), version)
+
+
 def run_unchanged(current: Iterable[Sequence[Any]], items: Sequence[ContextItem]) -> bool:
     """Whether the context rows read under the write lock are still the run being replaced."""
     return [tuple(r) for r in current] == [(i.ordinal, i.kind, i.ref_id) for i in items]
@@ -111,6 +132,12 @@ class StoreCommon:
     _replace_with_summary: Callable[
         [int, Sequence[ContextItem], NewSummary, float | None], int | None
     ]
+    append: Callable[[int, Sequence[NewMessage]], Appended]
+
+    def append_messages(self, conversation_id: int, messages: Sequence[NewMessage]) -> int:
+        """Store new messages and append them to the active context; returns how many were
+        new (known uids are skipped)."""
+        return len(self.append(conversation_id, messages).messages)
 
     def message(self, message_id: int) -> StoredMessage | None:
         return self.messages_by_id([message_id]).get(message_id)

@@ -11,12 +11,13 @@ import json
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import regex
 
 from .config import LcmConfig
+from .ranking import fold_similar, query_terms, rerank
 from .render import iso_time, message_ref, summary_ref, verbatim_message
 from .search import QuerySyntaxError, fts_query, parse_time, regex_scan
 from .store import Grant, LcmStore, SearchHit, StoredMessage, StoredSummary
@@ -31,6 +32,8 @@ _INNER_HITS = 5
 _INNER_WHOLE_CHARS = 300
 #: Source ids listed by lcm_describe.
 _DESCRIBE_SOURCES = 50
+#: Ids of folded near-duplicates listed under a relevance hit.
+_SIMILAR_IDS_SHOWN = 5
 
 TOOL_SCHEMAS: list[dict[str, Any]] = [
     {
@@ -40,7 +43,8 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
             "summaries). Full-text by default: any of the words may match, best matches first "
             "(more and rarer words, stemmed: 'releases' finds 'release'); \"quoted phrase\", "
             "word* (prefix) and uppercase AND / OR / NOT between terms work as in FTS5. "
-            "Regex on request. A summary hit lists its best-matching verbatim messages. "
+            "Regex on request. A summary hit lists its best-matching verbatim messages; "
+            "near-duplicate hits are folded under the best one ('similar' lists their ids). "
             "Returns ids to pass to lcm_expand or lcm_describe."
         ),
         "parameters": {
@@ -201,14 +205,23 @@ class ToolRunner:
         targets = ["messages", "summaries"] if scope == "both" else [scope]
         result: dict[str, Any] = {"pattern": pattern, "mode": mode, "scope": scope, "sort": sort}
         if mode == "full_text":
-            hits = self._fulltext(pattern, targets, since, until, limit, sort, access, result)
+            hits, folded = self._fulltext(
+                pattern, targets, since, until, limit, sort, access, result
+            )
         else:
+            folded = {}
             hits = self._regex(
                 pattern, ignore_case, targets, since, until, limit, sort, access, result
             )
         inner = result.pop("_fts_query", None)
         parents = _covering_summaries(self.store, hits)
-        items = self._charge([self._hit_item(h, access, parents, inner) for h in hits], access)
+        items = self._charge(
+            [
+                self._hit_item(h, access, parents, inner, folded.get((h.kind, h.id), ()))
+                for h in hits
+            ],
+            access,
+        )
         result["results"] = items
         result["count"] = len(items)
         return result
@@ -223,28 +236,39 @@ class ToolRunner:
         sort: str,
         access: Access,
         result: dict[str, Any],
-    ) -> list[SearchHit]:
+    ) -> tuple[list[SearchHit], dict[tuple[str, int], tuple[SearchHit, ...]]]:
+        """The hits to show, and for relevance order the near-duplicates folded under each
+        (keyed by kind and id)."""
         try:
             query = fts_query(pattern)
         except QuerySyntaxError as exc:
             raise ToolArgumentError(f"'pattern': {exc}") from None
         if query is None:
             raise ToolArgumentError("'pattern' has no words to search for; use mode=regex")
+        cfg = self.config
         by_relevance = sort == "relevance"
+        wanted = max(limit, cfg.grep_rerank_pool) if by_relevance else limit
         hits: list[SearchHit] = []
         for target in targets:
             hits += self.store.search_fulltext(
-                access.conversation_ids, query.expression, target, since, until, limit,
-                by_relevance, self.config.grep_relevance_window,
-                self.config.grep_whole_text_chars,
+                access.conversation_ids, query.expression, target, since, until, wanted,
+                by_relevance, cfg.grep_relevance_window, cfg.grep_whole_text_chars,
             )  # fmt: skip
         result["matched"] = "as written" if query.explicit else "any term"
         result["_fts_query"] = query.expression
-        if by_relevance:
-            hits.sort(key=lambda h: h.score if h.score is not None else 0.0)
-        else:
+        if not by_relevance:
             hits.sort(key=lambda h: (h.created_at, h.id), reverse=True)
-        return _messages_first(hits, limit)
+            return _messages_first(hits, limit), {}
+        ranked = rerank(hits, query_terms(query.operands))
+        leaders: list[SearchHit] = []
+        similar: dict[tuple[str, int], tuple[SearchHit, ...]] = {}
+        for kind in ("message", "summary"):
+            of_kind = [r for r in ranked if r.hit.kind == kind]
+            for group in fold_similar(of_kind, cfg.grep_fold_similarity, limit):
+                leaders.append(replace(group.hit, score=-group.relevance))
+                similar[(kind, group.hit.id)] = group.similar
+        leaders.sort(key=lambda h: h.score or 0.0)
+        return _messages_first(leaders, limit), similar
 
     def _regex(
         self,
@@ -289,9 +313,10 @@ class ToolRunner:
         access: Access,
         parents: dict[int, int],
         fts_query: str | None = None,
+        similar: tuple[SearchHit, ...] = (),
     ) -> dict[str, Any]:
         """One result; ``parents`` maps message hits to their covering summaries (read for
-        all hits at once)."""
+        all hits at once); ``similar`` are the near-duplicates folded under it."""
         item: dict[str, Any] = {
             "id": message_ref(hit.id) if hit.kind == "message" else summary_ref(hit.id),
             "kind": hit.kind,
@@ -318,6 +343,12 @@ class ToolRunner:
                     {"id": message_ref(h.id), "role": h.role, "seq": h.seq, "snippet": h.text}
                     for h in inner
                 ]
+        if similar:
+            ref = message_ref if hit.kind == "message" else summary_ref
+            item["similar"] = {
+                "count": len(similar),
+                "ids": [ref(h.id) for h in similar[:_SIMILAR_IDS_SHOWN]],
+            }
         if hit.score is not None:
             item["score"] = round(-hit.score, 4)
         grant = access.grant_for(hit.conversation_id)

@@ -139,26 +139,6 @@ def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     release(url)
 
 
-#: Known failures of the PostgreSQL full-text search (``ts_query_sql`` in pg_store.py), found
-#: by running this suite on both backends; reported, left to the search rework.
-PG_PHRASE_POSITIONS = (
-    "a word that parses to several lexemes (secret-13965) is a phrase query, and a tsvector "
-    "keeps at most 255 positions per lexeme and none past 16,383: deep in a long text, a "
-    "phrase never matches"
-)
-PG_FTS_OPERATORS = (
-    "ts_query_sql joins every operand with && or ||: NOT becomes AND, a prefix word* "
-    "matches only the whole word, and AND mixed with OR becomes all OR"
-)
-
-
-def expect_failure_on_postgres(request: pytest.FixtureRequest, database: str, why: str) -> None:
-    """Mark this test's PostgreSQL run as a known failure; strict, so a fix shows up as
-    XPASS(strict) and the mark is then removed."""
-    if is_postgres_url(database):
-        request.applymarker(pytest.mark.xfail(reason=why, strict=True))
-
-
 def check_invariants(database: Path | str) -> dict[str, int]:
     """Check the DAG of every conversation with plain SQL (independent of the store code),
     in a SQLite file or a PostgreSQL schema (``tests/pg/invariants.py``).

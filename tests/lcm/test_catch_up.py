@@ -54,7 +54,7 @@ def test_a_gap_under_a_summary_goes_after_its_span_and_the_dag_holds(tmp_path, d
     assert '"uid"' in found and live[gap]["message_uid"] in found
 
 
-def test_checks_after_the_first_cost_one_lookup_per_new_message(tmp_path, database):
+def test_checks_after_the_first_cost_one_lookup_per_message_stored_elsewhere(tmp_path, database):
     live = live_view(50)
     engine = make_engine(tmp_path, database=database, context_length=1_000_000)
     engine.ingest(SESSION, live)
@@ -71,7 +71,14 @@ def test_checks_after_the_first_cost_one_lookup_per_new_message(tmp_path, databa
     engine.ingest(SESSION, new)
     live += new
     engine.select_context(live, conversation_messages=live, budget_tokens=900_000)
-    assert lookups == [m["message_uid"] for m in new]
+    assert lookups == []  # this engine stored them: known without asking
+    elsewhere = make_engine(tmp_path, database=database)  # another process, same session
+    other = turn(51, words=20)
+    elsewhere.ingest(SESSION, other)
+    live += other
+    engine.select_context(live, conversation_messages=live, budget_tokens=900_000)
+    assert lookups == [m["message_uid"] for m in other]
+    assert stored_uids(database) == [m["message_uid"] for m in live]
     # A fresh engine (no mark yet) with nothing missing stops at the newest known uid.
     fresh = make_engine(tmp_path, database=database, context_length=1_000_000)
     lookups.clear()

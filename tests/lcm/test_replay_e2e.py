@@ -18,12 +18,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "examples" / "sessions" / "short-60.jsonl"
+LONG_SAMPLE = ROOT / "examples" / "sessions" / "long-2000.jsonl.gz"
 CLI = [sys.executable, "-m", "ctxengine_host.cli"]
 
 pytestmark = pytest.mark.skipif(not SAMPLE.exists(), reason="the committed sample is missing")
 
 
-def replay(tmp_path: Path, *args: str, env_engine: str | None = None) -> dict:
+def replay(
+    tmp_path: Path, *args: str, env_engine: str | None = None, sample: Path = SAMPLE
+) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CTXENGINE_")}
     env["CTXENGINE_DATA_DIR"] = str(tmp_path / "data")
     env["CTXENGINE_CONFIG"] = str(tmp_path / "none.toml")
@@ -31,7 +34,7 @@ def replay(tmp_path: Path, *args: str, env_engine: str | None = None) -> dict:
     if env_engine:
         env["CTXENGINE_ENGINE"] = env_engine
     done = subprocess.run(
-        [*CLI, "replay", str(SAMPLE), "--json", *args],
+        [*CLI, "replay", str(sample), "--json", *args],
         env=env,
         capture_output=True,
         text=True,
@@ -62,3 +65,14 @@ def test_replay_through_the_slot_recovers_every_probe(tmp_path, args, env_engine
     # The engine's history stays with the replay (--out), not in the user's data dir.
     assert list((tmp_path / "run").rglob("lcm.db"))
     assert not list((tmp_path / "data").rglob("lcm.db"))
+
+
+def test_the_long_sample_recovers_every_probe_through_the_tools(tmp_path):
+    """The 2,000-turn sample (50 planted facts, most long compacted away): each one found
+    by lcm_grep with the question's keywords and expanded back verbatim (~40 s)."""
+    report = replay(tmp_path, "--engine", "lcm", sample=LONG_SAMPLE)
+    summary = report["summary"]
+    assert summary["compaction_failures"] == 0 and summary["quarantines"] == 0
+    assert all(t["within_budget"] for t in report["turns"])
+    missed = [p for p in report["probes"] if not (p["search_found"] and p["expand_verbatim"])]
+    assert summary["probes_total"] == 50 and not missed, missed

@@ -9,9 +9,7 @@ import time
 import pytest
 from conftest import (
     BACKENDS,
-    PG_FTS_OPERATORS,
     drive,
-    expect_failure_on_postgres,
     make_engine,
     new_database,
     query,
@@ -74,9 +72,7 @@ def test_stemming_finds_other_forms_of_a_word(tmp_path, database):
         assert out["count"] == 1, pattern
 
 
-def test_phrases_and_explicit_operators_keep_their_meaning(driven_database, request):
-    driven, database = driven_database
-    expect_failure_on_postgres(request, database, PG_FTS_OPERATORS)
+def test_phrases_and_explicit_operators_keep_their_meaning(driven):
     phrase = call(driven, "lcm_grep", {"pattern": '"fact7 is value7"', "scope": "messages"})
     assert [r["snippet"] for r in phrase["results"]] == ["answer 7: fact7 is value7"]
     assert phrase["matched"] == "any term"
@@ -92,6 +88,26 @@ def test_phrases_and_explicit_operators_keep_their_meaning(driven_database, requ
     assert any("value12" in r["snippet"] for r in prefix["results"])
     bad = call(driven, "lcm_grep", {"pattern": "NOT fact7"})
     assert "NOT needs a term before it" in bad["error"]
+
+
+def test_operators_bind_as_in_fts5_not_then_and_then_or(driven):
+    def snippets(pattern):
+        out = call(driven, "lcm_grep", {"pattern": pattern, "scope": "messages", "limit": 100})
+        return {r["snippet"] for r in out["results"]}
+
+    seven = {"answer 7: fact7 is value7"}
+    assert snippets("fact7 OR fact8 AND value9") == seven  # fact7, or (fact8 and value9)
+    assert snippets("fact7 OR fact8 NOT value8") == seven  # fact7, or (fact8 but not value8)
+    assert snippets("fact8 NOT value8 OR fact7 AND value7") == seven
+
+
+def test_query_structure_groups_operands_by_fts5_precedence():
+    from ctxengine_lcm.search import Operand, fts_query, query_structure
+
+    built = fts_query('a OR "b c" AND d* NOT e NOT f"g').expression
+    a, bc, d = Operand("a", False), Operand("b c", False), Operand("d", True)
+    e, fg = Operand("e", False), Operand('f"g', False)
+    assert query_structure(built) == [[[a]], [[bc], [d, e, fg]]]
 
 
 def test_recency_sort_is_still_available(driven):
@@ -267,3 +283,45 @@ def test_query_building_is_injection_proof():
                                                 '"f"', '"g"']  # fmt: skip
     assert fts_query("AND OR ((") is None
     assert fts_query("x\x00y").expression == '"x" OR "y"'  # a NUL would cut the query short
+
+
+def ingest_texts(engine, texts):
+    engine.ingest("s1", [{"role": "user", "content": t, "message_uid": uid()} for t in texts])
+
+
+def test_an_exact_word_outranks_texts_that_only_share_its_stem(tmp_path, database):
+    """Stemming makes "scheduler" match "schedule"; the text holding the word as asked
+    comes first even where bm25 alone prefers the shorter stem-only texts."""
+    engine = make_engine(tmp_path, database=database, context_length=200_000)
+    ingest_texts(engine, [f"Schedule job{n} at hour{n} on day{n}." for n in range(30)])
+    ingest_texts(engine, ["The scheduler moved to a new host last week, with its config."])
+    out = call(engine, "lcm_grep", {"pattern": "scheduler", "limit": 3})
+    assert out["count"] == 3
+    assert out["results"][0]["snippet"].startswith("The scheduler moved")
+
+
+TEMPLATED = "Storage: look at src/app/storage/file{}.py and fix the batch handling."
+
+
+def test_near_duplicates_fold_under_the_best_match(tmp_path, database):
+    """Templated lines repeated all session long take one result slot, listed by id, so
+    a different text that matches less strongly still makes the first page."""
+    engine = make_engine(tmp_path, database=database, context_length=200_000)
+    ingest_texts(engine, [TEMPLATED.format(n) for n in range(40)])
+    ingest_texts(engine, ["Ownership change: Ana Ruiz took over the storage release pipeline."])
+    out = call(engine, "lcm_grep", {"pattern": "storage", "limit": 3})
+    snippets = [r["snippet"] for r in out["results"]]
+    assert any("Ana Ruiz" in s for s in snippets), snippets
+    folded = next(r for r in out["results"] if "similar" in r)
+    assert folded["similar"]["count"] == 39 and len(folded["similar"]["ids"]) == 5
+    expanded = call(engine, "lcm_expand", {"id": folded["similar"]["ids"][0]})
+    assert "src/app/storage/file" in expanded["message"]["content"]
+    unfolded = make_engine(
+        tmp_path / "unfolded", database=database, session="s2", grep_fold_similarity=1.5
+    )
+    unfolded.ingest(
+        "s2",
+        [{"role": "user", "content": TEMPLATED.format(n), "message_uid": uid()} for n in range(10)],
+    )
+    plain = call(unfolded, "lcm_grep", {"pattern": "storage", "limit": 5})
+    assert plain["count"] == 5 and all("similar" not in r for r in plain["results"])

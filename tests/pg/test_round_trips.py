@@ -79,14 +79,34 @@ def test_rare_term_grep_and_assembly_round_trips(pg_database, tmp_path, monkeypa
         head = history[:1]  # a view without uids (as in benchmarks/bench_pg.py)
         engine.ingest("s1", exchange(99))
         with counter as sql:
-            engine.select_context(head, budget_tokens=6_000)
-        # The conversation row, its context items, the two new messages' rows.
-        assert len(sql) == 3, sql
+            mine = engine.select_context(head, budget_tokens=6_000)
+        # Its own append extended the context it held: the conversation row confirms that
+        # nobody changed the context since.
+        assert len(sql) == 1, sql
+        assert mine == assembled_afresh(engine, head, tmp_path)
         with counter as sql:
             engine.select_context(head, budget_tokens=6_000)
         assert len(sql) == 1, sql  # unchanged context: the conversation row only
+        other = make_engine(engine.settings.database, tmp_path)  # another process's engine
+        other.ingest("s1", exchange(100))
+        other.dispose()
+        with counter as sql:
+            theirs = engine.select_context(head, budget_tokens=6_000)
+        # Changed elsewhere: the conversation row, its context items, the new messages' rows.
+        assert len(sql) == 3, sql
+        assert theirs == assembled_afresh(engine, head, tmp_path)
+        assert theirs.messages[-1]["content"].startswith("answer 100:")
     finally:
         engine.dispose()
+
+
+def assembled_afresh(engine: LcmEngine, head: list, tmp_path: Path):
+    """What an engine that holds nothing yet (a new process) assembles."""
+    fresh = make_engine(engine.settings.database, tmp_path)
+    try:
+        return fresh.select_context(head, budget_tokens=6_000)
+    finally:
+        fresh.dispose()
 
 
 def test_grep_lineage_matches_one_at_a_time_look_ups(driven):

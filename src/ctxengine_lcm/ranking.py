@@ -1,0 +1,126 @@
+"""Relevance ranking for ``lcm_grep``: exact words first, near-duplicates folded together.
+
+The store ranks full-text matches by bm25 (``ts_rank`` on PostgreSQL) over stemmed
+terms, so "scheduler" also matches every "schedule" and "scheduled", and an agent's
+history repeats the same templated lines ("Next, look at src/app/storage/x.py ...")
+dozens of times. Both push the message the caller is after out of the first page.
+This module reranks a larger pool of the store's best matches:
+
+- a candidate holding a query term exactly as written (a whole word, any case) gains
+  that term's weight, which is higher the fewer candidates hold it exactly;
+- a candidate whose words mostly repeat a better-ranked one's (Jaccard similarity of
+  word sets at or above a threshold) is folded under it, listed by id, so each result
+  slot shows a distinct text.
+
+Scores are normalized within the pool, so the same rules hold whatever scale the
+backend's ranking function uses.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from .store import SearchHit
+
+_WORDS = re.compile(r"\w+")
+
+
+@dataclass(frozen=True)
+class RankedHit:
+    """A hit with its combined relevance (higher is better) and the hits folded under it."""
+
+    hit: SearchHit
+    relevance: float
+    similar: tuple[SearchHit, ...] = ()
+
+
+def query_terms(operands: Sequence[str]) -> list[tuple[str, bool]]:
+    """(text, is_prefix) of each operand of a built full-text query (``"word"``,
+    ``"two words"`` or ``"pre" *``), lowercased, duplicates dropped."""
+    terms: list[tuple[str, bool]] = []
+    for operand in operands:
+        prefix = operand.endswith(" *")
+        text = operand.removesuffix(" *")[1:-1].replace('""', '"').lower()
+        if text.strip() and (text, prefix) not in terms:
+            terms.append((text, prefix))
+    return terms
+
+
+def rerank(hits: Sequence[SearchHit], terms: Sequence[tuple[str, bool]]) -> list[RankedHit]:
+    """``hits`` (the store's best matches, any order) best first by normalized store score
+    plus the weights of the query terms each holds exactly."""
+    if not hits:
+        return []
+    patterns = [_exact_pattern(text, prefix) for text, prefix in terms]
+    holds = [[p.search(h.text) is not None for p in patterns] for h in hits]
+    weights = [
+        math.log((len(hits) + 1) / (sum(row[i] for row in holds) + 0.5))
+        for i in range(len(patterns))
+    ]
+    total_weight = sum(weights) or 1.0
+    scores = [_store_relevance(h) for h in hits]
+    top = max(scores) or 1.0
+    ranked: list[RankedHit] = []
+    for hit, score, row in zip(hits, scores, holds, strict=True):
+        exact = sum(w for w, held in zip(weights, row, strict=True) if held)
+        ranked.append(RankedHit(hit, score / top + exact / total_weight))
+    ranked.sort(key=lambda r: (-r.relevance, -r.hit.created_at, -r.hit.id))
+    return ranked
+
+
+def fold_similar(ranked: Sequence[RankedHit], threshold: float, groups: int) -> list[RankedHit]:
+    """At most ``groups`` results in order, each carrying the lower-ranked hits whose word
+    sets overlap its own by ``threshold`` (Jaccard) or more; a threshold above 1 folds
+    nothing. The scan stops at the first hit that would start one group too many, so the
+    folded hits are those ranked above it.
+
+    Pairs are found by prefix filtering: with every word set in one fixed order (longest
+    word first, a cheap stand-in for rarest first), two sets at or above the threshold
+    share a word among the first ``len - ceil(threshold * len) + 1`` of each, so only
+    leaders sharing one are compared.
+    """
+    leaders: list[tuple[RankedHit, frozenset[str], list[SearchHit]]] = []
+    by_prefix_word: dict[str, list[int]] = {}
+    for candidate in ranked:
+        words = frozenset(_WORDS.findall(candidate.hit.text.lower()))
+        prefix = _prefix(words, threshold)
+        sharing = sorted({n for word in prefix for n in by_prefix_word.get(word, ())})
+        home = next((n for n in sharing if _jaccard(words, leaders[n][1]) >= threshold), None)
+        if home is not None:
+            leaders[home][2].append(candidate.hit)
+            continue
+        if len(leaders) == groups:
+            break
+        for word in prefix:
+            by_prefix_word.setdefault(word, []).append(len(leaders))
+        leaders.append((candidate, words, []))
+    return [replace(leader, similar=tuple(folded)) for leader, _, folded in leaders]
+
+
+def _prefix(words: frozenset[str], threshold: float) -> list[str]:
+    """The first words of a set in the fixed order, as many as any set at ``threshold``
+    must share with it."""
+    if threshold > 1 or not words:
+        return []
+    size = len(words) - math.ceil(threshold * len(words)) + 1
+    return sorted(words, key=lambda word: (-len(word), word))[:size]
+
+
+def _exact_pattern(text: str, prefix: bool) -> re.Pattern[str]:
+    words = [re.escape(w) for w in text.split()]
+    tail = r"\w*" if prefix else ""
+    return re.compile(r"(?<!\w)" + r"\W+".join(words) + tail + r"(?!\w)", re.IGNORECASE)
+
+
+def _store_relevance(hit: SearchHit) -> float:
+    """The store's score as "higher is better" and never negative (stores report lower
+    as better: negated bm25 or ts_rank)."""
+    return max(0.0, -(hit.score or 0.0))
+
+
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    shared = len(a & b)
+    return shared / (len(a) + len(b) - shared)

@@ -1,0 +1,62 @@
+"""Reranking and folding of full-text hits, independent of the store behind them."""
+
+from __future__ import annotations
+
+from ctxengine_lcm.ranking import fold_similar, query_terms, rerank
+from ctxengine_lcm.search import fts_query
+from ctxengine_lcm.store import SearchHit
+
+
+def hit(n: int, text: str, score: float) -> SearchHit:
+    return SearchHit("message", n, 1, float(n), text, "user", n, -1, score)
+
+
+def test_query_terms_read_words_phrases_and_prefixes_from_a_built_query():
+    query = fts_query('Deploy "release train" pipe* deploy say"hi')
+    assert query is not None
+    assert query_terms(query.operands) == [
+        ("deploy", False), ("release train", False), ("pipe", True), ('say"hi', False)
+    ]  # fmt: skip
+
+
+def test_the_order_does_not_depend_on_the_backends_score_scale():
+    hits = [
+        hit(1, "schedule the schedule again", -9.0),
+        hit(2, "the scheduler is down", -4.0),
+        hit(3, "schedule later", -8.0),
+    ]
+    terms = [("scheduler", False)]
+    order = [r.hit.id for r in rerank(hits, terms)]
+    scaled = [hit(h.id, h.text, h.score / 1000) for h in hits]  # ts_rank-sized scores
+    assert order == [r.hit.id for r in rerank(scaled, terms)] == [2, 1, 3]
+
+
+def test_a_rarer_exact_term_weighs_more_than_a_common_one():
+    hits = [hit(n, f"deploy step {n}", -5.0) for n in range(10)]
+    hits.append(hit(10, "rollback notes", -5.0))
+    ranked = rerank(hits, [("deploy", False), ("rollback", False)])
+    assert ranked[0].hit.id == 10
+
+
+def test_exact_matches_respect_word_boundaries_and_prefixes():
+    hits = [hit(1, "redeployed twice", -5.0), hit(2, "deploy-ready build", -5.0)]
+    assert rerank(hits, [("deploy", False)])[0].hit.id == 2
+    prefixed = [hit(1, "a predeploy hook", -5.0), hit(2, "deployment done", -5.0)]
+    assert rerank(prefixed, [("deploy", True)])[0].hit.id == 2
+
+
+def test_folding_keeps_the_best_member_and_lists_the_rest_in_order():
+    ranked = rerank(
+        [
+            hit(1, "look at src/app/storage/a.py and fix the batch handling", -6.0),
+            hit(2, "look at src/app/storage/b.py and fix the batch handling", -5.0),
+            hit(3, "Ana took over the storage release pipeline", -4.0),
+            hit(4, "look at src/app/storage/c.py and fix the batch handling", -3.0),
+        ],
+        [("storage", False)],
+    )
+    groups = fold_similar(ranked, threshold=0.5, groups=10)
+    assert [g.hit.id for g in groups] == [1, 3]
+    assert [h.id for h in groups[0].similar] == [2, 4] and groups[1].similar == ()
+    assert len(fold_similar(ranked, threshold=1.5, groups=10)) == 4
+    assert [g.hit.id for g in fold_similar(ranked, threshold=1.5, groups=2)] == [1, 2]
