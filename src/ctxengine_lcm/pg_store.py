@@ -624,8 +624,11 @@ class PgLcmStore(StoreCommon):
         by_relevance: bool,
         relevance_window: int,
         whole_chars: int = 1000,
+        preview_chars: int | None = None,
     ) -> list[SearchHit]:
-        """Matches newest first, or ranked among the newest ``relevance_window`` matches.
+        """Matches newest first, or ranked among the newest ``relevance_window`` matches;
+        long texts as a headline, or as their first ``preview_chars`` characters when given
+        (``ts_headline`` parses the whole text: ask :meth:`snippets` for the hits shown).
 
         The newest matches are gathered first (a materialized step planned for all its
         rows): the planner then walks the primary key backwards for a frequent term and
@@ -641,6 +644,11 @@ class PgLcmStore(StoreCommon):
         cap = relevance_window if by_relevance else max(limit, _RECENT_CAP)
         order = "rank DESC, id DESC" if by_relevance else "id DESC"
         final = f"top.rank DESC, {alias}.id DESC" if by_relevance else f"{alias}.id DESC"
+        if preview_chars is not None:
+            long_text, long_params = f"left({alias}.content, {int(preview_chars)})", []
+        else:
+            long_text = f"ts_headline('{TS_CONFIG}', {alias}.content, {query_sql}, %s)"
+            long_params = [*phrases, _HEADLINE]
         # A message hit's covering summary comes with it: no look-up per hit afterwards.
         lineage, lineage_join = (
             ("sm.summary_id", "LEFT JOIN lcm_summary_messages sm ON sm.message_id = m.id")
@@ -654,17 +662,36 @@ class PgLcmStore(StoreCommon):
             f"top AS (SELECT id, rank FROM hits ORDER BY {order} LIMIT %s) "
             f"SELECT {alias}.id, {alias}.conversation_id, {alias}.{time_column}, "
             f"CASE WHEN length({alias}.content) <= {int(whole_chars)} THEN {alias}.content "
-            f"ELSE ts_headline('{TS_CONFIG}', {alias}.content, {query_sql}, %s) END, {extra}, "
+            f"ELSE {long_text} END, {extra}, "
             f"-top.rank, {lineage} FROM top JOIN {table} {alias} ON {alias}.id = top.id "
             f"{lineage_join} ORDER BY {final}"
         )
-        params = [*phrases, *phrases, *scope_params, cap, limit, *phrases, _HEADLINE]
+        params = [*phrases, *phrases, *scope_params, cap, limit, *long_params]
         rows = self._search(sql, params)
         kind = "message" if target == "messages" else "summary"
         return [
             SearchHit(kind, *r[:7], float(r[7]), lineage=kind == "message", covered_by=r[8])
             for r in rows
         ]
+
+    def snippets(
+        self,
+        target: Literal["messages", "summaries"],
+        fts_query: str,
+        ids: Sequence[int],
+        whole_chars: int,
+    ) -> dict[int, str]:
+        """The headline of each of ``ids`` longer than ``whole_chars``."""
+        if not ids:
+            return {}
+        table = "lcm_messages" if target == "messages" else "lcm_summaries"
+        query_sql, phrases = ts_query_sql(fts_query)
+        sql = (
+            f"SELECT id, ts_headline('{TS_CONFIG}', content, {query_sql}, %s) FROM {table} "
+            "WHERE id = ANY(%s) AND length(content) > %s"
+        )
+        rows = self._search(sql, [*phrases, _HEADLINE, list(ids), whole_chars])
+        return {row[0]: row[1] for row in rows}
 
     def _search(self, sql: str, params: Sequence[Any]) -> list[tuple]:
         """Search statements are never prepared: a generic plan would not see the terms,

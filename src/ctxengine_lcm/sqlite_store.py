@@ -173,6 +173,8 @@ _ID_BATCH = 500
 TOOL_OUTPUT_WEIGHT = 0.5
 #: Newest matches inside a summary's span that are ranked for its inner hits.
 _WITHIN_CANDIDATES = 2_000
+#: Tokens of a search snippet around the matches.
+_SNIPPET_TOKENS = 48
 
 
 class StoreError(RuntimeError):
@@ -693,8 +695,11 @@ class SqliteStore(StoreCommon):
         by_relevance: bool,
         relevance_window: int,
         whole_chars: int = 1000,
+        preview_chars: int | None = None,
     ) -> list[SearchHit]:
-        """Matches newest first or by bm25; short texts whole, long ones as a snippet."""
+        """Matches newest first or by bm25; short texts whole, long ones as a snippet, or
+        as their first ``preview_chars`` characters when given (cheaper: a caller that
+        ranks many hits and shows few asks :meth:`snippets` for the ones it shows)."""
         if not conversation_ids:
             return []
         fts, alias, table = (
@@ -710,10 +715,15 @@ class SqliteStore(StoreCommon):
             if target == "messages"
             else f"bm25({fts})"
         )
+        long_text = (
+            f"substr({alias}.content, 1, {int(preview_chars)})"
+            if preview_chars is not None
+            else f"snippet({fts}, 0, '', '', '…', {_SNIPPET_TOKENS})"
+        )
         select = (
             f"SELECT {alias}.id, {alias}.conversation_id, {alias}.{time_column}, "
             f"CASE WHEN length({alias}.content) <= {int(whole_chars)} THEN {alias}.content "
-            f"ELSE snippet({fts}, 0, '', '', '…', 48) END, {extra}, {score} "
+            f"ELSE {long_text} END, {extra}, {score} "
             f"FROM {fts} JOIN {table} {alias} ON {alias}.id = {fts}.rowid "
             f"WHERE {fts} MATCH ? AND {scope}"
         )
@@ -737,6 +747,28 @@ class SqliteStore(StoreCommon):
         return [
             SearchHit(kind, r[0], r[1], r[2], r[3], r[4], r[5], r[6], float(r[7])) for r in rows
         ]
+
+    def snippets(
+        self,
+        target: Literal["messages", "summaries"],
+        fts_query: str,
+        ids: Sequence[int],
+        whole_chars: int,
+    ) -> dict[int, str]:
+        """The snippet of each of ``ids`` longer than ``whole_chars`` that matches."""
+        if not ids:
+            return {}
+        fts, table = ("messages_fts", "messages") if target == "messages" else (
+            "summaries_fts", "summaries")  # fmt: skip
+        marks = ", ".join("?" * len(ids))
+        sql = (
+            f"SELECT {fts}.rowid, snippet({fts}, 0, '', '', '…', {_SNIPPET_TOKENS}) "
+            f"FROM {fts} JOIN {table} t ON t.id = {fts}.rowid WHERE {fts} MATCH ? "
+            f"AND {fts}.rowid IN ({marks}) AND length(t.content) > ?"
+        )
+        with self._lock:
+            rows = self._conn.execute(sql, [fts_query, *ids, whole_chars]).fetchall()
+        return {row[0]: row[1] for row in rows}
 
     def search_within(
         self,
@@ -772,7 +804,8 @@ class SqliteStore(StoreCommon):
             select = (
                 "SELECT m.id, m.conversation_id, m.created_at, "
                 f"CASE WHEN length(m.content) <= {int(whole_chars)} THEN m.content "
-                f"ELSE snippet(messages_fts, 0, '', '', '…', 48) END, m.role, m.seq {scope}"
+                f"ELSE snippet(messages_fts, 0, '', '', '…', {_SNIPPET_TOKENS}) END, "
+                f"m.role, m.seq {scope}"
             )
             if not by_relevance:
                 rows = self._conn.execute(

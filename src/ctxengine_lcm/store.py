@@ -220,7 +220,15 @@ class LcmStore(Protocol):
         by_relevance: bool,
         relevance_window: int,
         whole_chars: int = 1000,
+        preview_chars: int | None = None,
     ) -> list[SearchHit]: ...
+    def snippets(
+        self,
+        target: Literal["messages", "summaries"],
+        fts_query: str,
+        ids: Sequence[int],
+        whole_chars: int,
+    ) -> dict[int, str]: ...
     def search_within(
         self,
         conversation_id: int,

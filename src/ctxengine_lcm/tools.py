@@ -34,6 +34,8 @@ _INNER_WHOLE_CHARS = 300
 _DESCRIBE_SOURCES = 50
 #: Ids of folded near-duplicates listed under a relevance hit.
 _SIMILAR_IDS_SHOWN = 5
+#: Relevance ranks a long text by its first (this times grep_whole_text_chars) characters.
+_PREVIEW_FACTOR = 4
 
 TOOL_SCHEMAS: list[dict[str, Any]] = [
     {
@@ -247,12 +249,15 @@ class ToolRunner:
             raise ToolArgumentError("'pattern' has no words to search for; use mode=regex")
         cfg = self.config
         by_relevance = sort == "relevance"
+        # Relevance reranks a pool of previews (a long text's beginning: cheap to read) and
+        # asks for snippets only for the hits it shows.
         wanted = max(limit, cfg.grep_rerank_pool) if by_relevance else limit
+        preview = cfg.grep_whole_text_chars * _PREVIEW_FACTOR if by_relevance else None
         hits: list[SearchHit] = []
         for target in targets:
             hits += self.store.search_fulltext(
                 access.conversation_ids, query.expression, target, since, until, wanted,
-                by_relevance, cfg.grep_relevance_window, cfg.grep_whole_text_chars,
+                by_relevance, cfg.grep_relevance_window, cfg.grep_whole_text_chars, preview,
             )  # fmt: skip
         result["matched"] = "as written" if query.explicit else "any term"
         result["_fts_query"] = query.expression
@@ -268,7 +273,22 @@ class ToolRunner:
                 leaders.append(replace(group.hit, score=-group.relevance))
                 similar[(kind, group.hit.id)] = group.similar
         leaders.sort(key=lambda h: h.score or 0.0)
-        return _messages_first(leaders, limit), similar
+        return self._with_snippets(_messages_first(leaders, limit), query.expression), similar
+
+    def _with_snippets(self, hits: list[SearchHit], expression: str) -> list[SearchHit]:
+        """``hits`` with each previewed long text replaced by its snippet."""
+        whole = self.config.grep_whole_text_chars
+        snippets: dict[tuple[str, int], str] = {}
+        for kind, target in (("message", "messages"), ("summary", "summaries")):
+            long_ids = [h.id for h in hits if h.kind == kind and len(h.text) > whole]
+            found = self.store.snippets(target, expression, long_ids, whole)
+            snippets.update({(kind, i): text for i, text in found.items()})
+        return [
+            h
+            if len(h.text) <= whole
+            else replace(h, text=snippets.get((h.kind, h.id)) or h.text[:whole] + "…")
+            for h in hits
+        ]
 
     def _regex(
         self,

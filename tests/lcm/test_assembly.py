@@ -168,3 +168,6 @@ def test_a_word_deep_in_a_large_output_is_found(tmp_path, database):
     engine.ingest("s1", batch)
     hits = json.loads(engine.handle_tool_call("lcm_grep", {"pattern": "secret-13965"}))
     assert [r["role"] for r in hits["results"]] == ["tool"]
+    # Ranked by its beginning, shown by a snippet around the match deep inside.
+    snippet = hits["results"][0]["snippet"]
+    assert "13965" in snippet and len(snippet) < 1_000, snippet
