@@ -11,7 +11,7 @@ search run under ``statement_timeout``.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
 from ctxengine_host.pg import (
@@ -28,29 +28,21 @@ from ctxengine_host.pg import (
 
 from .faults import fault_point
 from .search import Operand, query_structure
+from .sql import CONVERSATION_COLUMNS, MESSAGE_COLUMNS, POSTGRES, SUMMARY_COLUMNS
 from .store import (
     Appended,
-    ContextItem,
     Conversation,
     Grant,
     NewMessage,
-    NewSummary,
     SearchHit,
     StoredMessage,
     StoredSummary,
-    SummaryKind,
 )
 from .store_common import (
-    DeadlinePassed,
     StoreCommon,
     appended,
     first_unseen,
-    grant_insert_params,
     message_from_row,
-    run_unchanged,
-    scan_hits,
-    stats_report,
-    summary_insert_params,
 )
 
 #: Text search configuration (stemming like the SQLite store's porter tokenizer).
@@ -163,17 +155,6 @@ LCM_SCHEMA = Schema(
     ),
 )
 
-_MESSAGE_COLUMNS = (
-    "id, conversation_id, seq, message_uid, role, content, extra_json, tool_call_id, "
-    "tool_name, token_count, context_tokens, externalized, created_at"
-)
-_SUMMARY_COLUMNS = (
-    "id, conversation_id, kind, depth, content, token_count, earliest_at, latest_at, "
-    "first_seq, last_seq, descendant_messages, descendant_summaries, source_tokens, "
-    "created_at, summarizer_level"
-)
-_CONVERSATION_COLUMNS = "id, session_id, generation, context_tokens, context_version, message_count"
-_SCAN_PAGE = 500
 #: Newest matches gathered for a recency search (at least ``limit``).
 _RECENT_CAP = 200
 _HEADLINE = "StartSel='',StopSel='',MaxWords=48,MinWords=16,MaxFragments=1,FragmentDelimiter=…"
@@ -215,6 +196,8 @@ def ts_query_sql(fts_query: str) -> tuple[str, list[str]]:
 class PgLcmStore(StoreCommon):
     """An LCM history in PostgreSQL, shared by every host process of a deployment."""
 
+    _sql = POSTGRES
+
     def __init__(self, url: str, statement_timeout_seconds: float = 2.0) -> None:
         self.target: PgTarget = parse_url(url)
         self.path = self.target.label
@@ -234,7 +217,7 @@ class PgLcmStore(StoreCommon):
 
     def current_conversation(self, session_id: str) -> Conversation:
         sql = (
-            f"SELECT {_CONVERSATION_COLUMNS} FROM lcm_conversations "
+            f"SELECT {CONVERSATION_COLUMNS} FROM lcm_conversations "
             "WHERE session_id=%s AND is_current"
         )
         rows = self._read(sql, (session_id,))
@@ -260,101 +243,12 @@ class PgLcmStore(StoreCommon):
         row = conn.execute(
             "INSERT INTO lcm_conversations(session_id, generation, created_at) "
             "SELECT %s, COALESCE(MAX(generation), -1) + 1, %s FROM lcm_conversations "
-            f"WHERE session_id=%s RETURNING {_CONVERSATION_COLUMNS}",
+            f"WHERE session_id=%s RETURNING {CONVERSATION_COLUMNS}",
             (session_id, time.time(), session_id),
         ).fetchone()
         return Conversation(*row)
 
-    def conversation(self, conversation_id: int) -> Conversation:
-        rows = self._read(
-            f"SELECT {_CONVERSATION_COLUMNS} FROM lcm_conversations WHERE id=%s",
-            (conversation_id,),
-        )
-        if not rows:
-            raise KeyError(f"conversation {conversation_id} does not exist")
-        return Conversation(*rows[0])
-
-    def session_conversation_ids(self, session_id: str) -> list[int]:
-        rows = self._read(
-            "SELECT id FROM lcm_conversations WHERE session_id=%s ORDER BY id DESC", (session_id,)
-        )
-        return [r[0] for r in rows]
-
     # Messages.
-
-    def known_uid(self, conversation_id: int, message_uid: str) -> bool:
-        return bool(
-            self._read(
-                "SELECT 1 FROM lcm_messages WHERE conversation_id=%s AND message_uid=%s",
-                (conversation_id, message_uid),
-            )
-        )
-
-    def append(self, conversation_id: int, messages: Sequence[NewMessage]) -> Appended:
-        """Store new messages and append them to the active context; known uids are skipped.
-
-        The conversation row is locked for the transaction, so concurrent appends from
-        several processes get consecutive, gap-free sequence numbers.
-        """
-        if not messages:
-            return Appended()
-        with self._tx("storing messages") as conn:
-            count, next_ordinal = self._counters(conn, conversation_id)
-            fresh = self._fresh(conn, conversation_id, messages)
-            if not fresh:
-                return Appended()
-            return self._insert_rows(conn, conversation_id, fresh, count + 1, next_ordinal)
-
-    def insert_messages_after(
-        self, conversation_id: int, after_uid: str | None, messages: Sequence[NewMessage]
-    ) -> int:
-        """Store messages the engine missed right after the stored message ``after_uid``
-        (None: before every stored message); known uids are skipped. Later sequence
-        numbers, summary ranges and context ordinals move up; an unknown or newest
-        ``after_uid`` appends. One transaction, under the conversation's row lock."""
-        if not messages:
-            return 0
-        with self._tx("inserting missed messages") as conn:
-            count, next_ordinal = self._counters(conn, conversation_id)
-            fresh = self._fresh(conn, conversation_id, messages)
-            if not fresh:
-                return 0
-            place = self._insertion_point(conn, conversation_id, after_uid, count)
-            if place is None:
-                self._insert_rows(conn, conversation_id, fresh, count + 1, next_ordinal)
-                return len(fresh)
-            first_seq, first_ordinal = place
-            k = len(fresh)
-            # Through negative values: the unique keys are checked row by row.
-            for table, column, first in (
-                ("lcm_messages", "seq", first_seq),
-                ("lcm_context_items", "ordinal", first_ordinal),
-            ):
-                conn.execute(
-                    f"UPDATE {table} SET {column}=-({column}+%s) "
-                    f"WHERE conversation_id=%s AND {column}>=%s",
-                    (k, conversation_id, first),
-                )
-                conn.execute(
-                    f"UPDATE {table} SET {column}=-{column} "
-                    f"WHERE conversation_id=%s AND {column}<0",
-                    (conversation_id,),
-                )
-            conn.execute(
-                "UPDATE lcm_summaries SET first_seq=first_seq+%s, last_seq=last_seq+%s "
-                "WHERE conversation_id=%s AND first_seq>=%s",
-                (k, k, conversation_id, first_seq),
-            )
-            self._insert_rows(conn, conversation_id, fresh, first_seq, first_ordinal)
-            return k
-
-    @staticmethod
-    def _counters(conn: Any, conversation_id: int) -> tuple[int, int]:
-        """(message count, next ordinal), locking the conversation row until commit."""
-        return conn.execute(
-            "SELECT message_count, next_ordinal FROM lcm_conversations WHERE id=%s FOR UPDATE",
-            (conversation_id,),
-        ).fetchone()
 
     @staticmethod
     def _fresh(conn: Any, conversation_id: int, messages: Sequence[NewMessage]) -> list[NewMessage]:
@@ -370,41 +264,15 @@ class PgLcmStore(StoreCommon):
         return first_unseen(messages, seen)
 
     @staticmethod
-    def _insertion_point(
-        conn: Any, conversation_id: int, after_uid: str | None, count: int
-    ) -> tuple[int, int] | None:
-        """(first seq, first ordinal) for messages placed after ``after_uid``; None: append."""
-        if after_uid is None:
-            if count == 0:
-                return None
-            (first_ordinal,) = conn.execute(
-                "SELECT COALESCE(MIN(ordinal), 0) FROM lcm_context_items WHERE conversation_id=%s",
-                (conversation_id,),
-            ).fetchone()
-            return 1, first_ordinal
-        row = conn.execute(
-            "SELECT id, seq FROM lcm_messages WHERE conversation_id=%s AND message_uid=%s",
-            (conversation_id, after_uid),
-        ).fetchone()
-        if row is None or row[1] >= count:
-            return None
-        message_id, seq = row
-        held = conn.execute(
-            "SELECT ordinal FROM lcm_context_items WHERE conversation_id=%s AND kind='message' "
-            "AND ref_id=%s",
-            (conversation_id, message_id),
-        ).fetchone()
-        if held is not None:
-            return seq + 1, held[0] + 1
-        covering = conn.execute(
-            "SELECT c.ordinal, s.last_seq FROM lcm_context_items c JOIN lcm_summaries s "
-            "ON s.id=c.ref_id WHERE c.conversation_id=%s AND c.kind='summary' "
-            "AND s.first_seq<=%s AND s.last_seq>=%s",
-            (conversation_id, seq, seq),
-        ).fetchone()
-        if covering is None:
-            return None
-        return covering[1] + 1, covering[0] + 1
+    def _link_sources(
+        conn: Any, table: str, column: str, summary_id: int, refs: Sequence[int]
+    ) -> None:
+        """A new summary's lineage rows: what it summarizes, in order, in one statement."""
+        conn.execute(
+            f"INSERT INTO {table}(summary_id, ord, {column}) "
+            "SELECT %s, n - 1, ref FROM unnest(%s::bigint[]) WITH ORDINALITY AS t(ref, n)",
+            (summary_id, list(refs)),
+        )
 
     def _insert_rows(
         self,
@@ -474,14 +342,14 @@ class PgLcmStore(StoreCommon):
         ids = list(ids)
         if not ids:
             return {}
-        rows = self._read(f"SELECT {_MESSAGE_COLUMNS} FROM lcm_messages WHERE id = ANY(%s)", (ids,))
+        rows = self._read(f"SELECT {MESSAGE_COLUMNS} FROM lcm_messages WHERE id = ANY(%s)", (ids,))
         return {r[0]: message_from_row(r) for r in rows}
 
     def message_by_uid(
         self, conversation_ids: Sequence[int], message_uid: str
     ) -> StoredMessage | None:
         rows = self._read(
-            f"SELECT {_MESSAGE_COLUMNS} FROM lcm_messages WHERE conversation_id = ANY(%s) AND "
+            f"SELECT {MESSAGE_COLUMNS} FROM lcm_messages WHERE conversation_id = ANY(%s) AND "
             "message_uid=%s ORDER BY conversation_id DESC LIMIT 1",
             (list(conversation_ids), message_uid),
         )
@@ -493,26 +361,8 @@ class PgLcmStore(StoreCommon):
         ids = list(ids)
         if not ids:
             return {}
-        rows = self._read(
-            f"SELECT {_SUMMARY_COLUMNS} FROM lcm_summaries WHERE id = ANY(%s)", (ids,)
-        )
+        rows = self._read(f"SELECT {SUMMARY_COLUMNS} FROM lcm_summaries WHERE id = ANY(%s)", (ids,))
         return {r[0]: StoredSummary(*r) for r in rows}
-
-    def summary_source_ids(self, summary_id: int) -> tuple[SummaryKind, list[int]]:
-        summary = self.summary(summary_id)
-        if summary is None:
-            raise KeyError(f"summary {summary_id} does not exist")
-        if summary.kind == "leaf":
-            sql = "SELECT message_id FROM lcm_summary_messages WHERE summary_id=%s ORDER BY ord"
-        else:
-            sql = "SELECT source_id FROM lcm_summary_sources WHERE summary_id=%s ORDER BY ord"
-        return summary.kind, [r[0] for r in self._read(sql, (summary_id,))]
-
-    def parent_summary_of_message(self, message_id: int) -> int | None:
-        rows = self._read(
-            "SELECT summary_id FROM lcm_summary_messages WHERE message_id=%s", (message_id,)
-        )
-        return rows[0][0] if rows else None
 
     def parent_summaries_of_messages(self, message_ids: Iterable[int]) -> dict[int, int]:
         ids = list(message_ids)
@@ -523,79 +373,6 @@ class PgLcmStore(StoreCommon):
             (ids,),
         )
         return {r[0]: r[1] for r in rows}
-
-    def parent_summary_of_summary(self, summary_id: int) -> int | None:
-        rows = self._read(
-            "SELECT summary_id FROM lcm_summary_sources WHERE source_id=%s", (summary_id,)
-        )
-        return rows[0][0] if rows else None
-
-    # The active context.
-
-    def context_items(self, conversation_id: int) -> list[ContextItem]:
-        rows = self._read(
-            "SELECT ordinal, kind, ref_id, token_count, depth, role FROM lcm_context_items "
-            "WHERE conversation_id=%s ORDER BY ordinal",
-            (conversation_id,),
-        )
-        return [ContextItem(*r) for r in rows]
-
-    def _replace_with_summary(
-        self,
-        conversation_id: int,
-        items: Sequence[ContextItem],
-        summary: NewSummary,
-        deadline: float | None,
-    ) -> int | None:
-        lo, hi = items[0].ordinal, items[-1].ordinal
-        with self._tx("writing a summary") as conn:
-            conn.execute(
-                "SELECT 1 FROM lcm_conversations WHERE id=%s FOR UPDATE", (conversation_id,)
-            )
-            current = conn.execute(
-                "SELECT ordinal, kind, ref_id FROM lcm_context_items "
-                "WHERE conversation_id=%s AND ordinal BETWEEN %s AND %s ORDER BY ordinal",
-                (conversation_id, lo, hi),
-            ).fetchall()
-            if not run_unchanged(current, items):
-                return None
-            (summary_id,) = conn.execute(
-                "INSERT INTO lcm_summaries(conversation_id, kind, depth, content, token_count, "
-                "earliest_at, latest_at, first_seq, last_seq, descendant_messages, "
-                "descendant_summaries, source_tokens, created_at, summarizer_level) "
-                "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) RETURNING id",
-                summary_insert_params(conversation_id, summary),
-            ).fetchone()
-            table, column = (
-                ("lcm_summary_messages", "message_id")
-                if summary.kind == "leaf"
-                else ("lcm_summary_sources", "source_id")
-            )
-            conn.execute(
-                f"INSERT INTO {table}(summary_id, ord, {column}) "
-                "SELECT %s, n - 1, ref FROM unnest(%s::bigint[]) WITH ORDINALITY AS t(ref, n)",
-                (summary_id, list(summary.source_ids)),
-            )
-            conn.execute(
-                "DELETE FROM lcm_context_items WHERE conversation_id=%s "
-                "AND ordinal BETWEEN %s AND %s",
-                (conversation_id, lo, hi),
-            )
-            conn.execute(
-                "INSERT INTO lcm_context_items(conversation_id, ordinal, kind, ref_id, "
-                "token_count, depth, role) VALUES (%s,%s,'summary',%s,%s,%s,'')",
-                (conversation_id, lo, summary_id, summary.token_count, summary.depth),
-            )
-            conn.execute(
-                "UPDATE lcm_conversations SET context_tokens=context_tokens-%s+%s, "
-                "context_version=context_version+1 WHERE id=%s",
-                (sum(i.token_count for i in items), summary.token_count, conversation_id),
-            )
-            fault_point("lcm.sweep.before_commit")
-            if deadline is not None and time.monotonic() >= deadline:
-                raise DeadlinePassed
-        fault_point("lcm.sweep.after_commit")
-        return summary_id
 
     # Search.
 
@@ -738,72 +515,35 @@ class PgLcmStore(StoreCommon):
             SearchHit("message", r[0], r[1], r[2], r[3], r[4], r[5], -1, float(r[6])) for r in rows
         ]
 
-    def scan_recent(
+    def _scan_scope(
         self,
-        conversation_ids: Sequence[int],
         target: Literal["messages", "summaries"],
+        conversation_id: int,
         since: float | None,
         until: float | None,
-        max_rows: int,
-    ) -> Iterator[SearchHit]:
-        """Rows newest first (conversation by conversation), at most ``max_rows`` of them.
+    ) -> tuple[str, list[Any]]:
+        scope, params = self._scope_sql(
+            "m" if target == "messages" else "s", [conversation_id], since, until
+        )
+        # One conversation: a plain equality lets the (conversation, seq) index give
+        # the order, so each page is an index range read, not a sort of the history.
+        scope = scope.replace("conversation_id = ANY(%s)", "conversation_id = %s", 1)
+        params[0] = conversation_id
+        return scope, params
 
-        Each page is read under ``statement_timeout``: a scan that the server cannot
-        serve in time ends early instead of holding a connection.
-        """
+    def _scan_page(self, sql: str, params: Sequence[Any]) -> list[tuple] | None:
+        """One page under ``statement_timeout``; None when the server could not serve it in
+        time: the scan ends early instead of holding a connection."""
         import psycopg
 
-        remaining = max_rows
-        for conversation_id in sorted(conversation_ids, reverse=True):
-            scope, params = self._scope_sql(
-                "m" if target == "messages" else "s", [conversation_id], since, until
-            )
-            # One conversation: a plain equality lets the (conversation, seq) index give
-            # the order, so each page is an index range read, not a sort of the history.
-            scope = scope.replace("conversation_id = ANY(%s)", "conversation_id = %s", 1)
-            params[0] = conversation_id
-            cursor: int | None = None
-            while remaining > 0:
-                page = min(_SCAN_PAGE, remaining)
-                after = [cursor] if cursor is not None else []
-                if target == "messages":
-                    sql = (
-                        "SELECT m.id, m.conversation_id, m.created_at, m.content, m.role, m.seq, "
-                        f"-1 FROM lcm_messages m WHERE {scope}"
-                        + (" AND m.seq < %s" if after else "")
-                        + " ORDER BY m.seq DESC LIMIT %s"
-                    )
-                else:
-                    sql = (
-                        "SELECT s.id, s.conversation_id, s.latest_at, s.content, '', "
-                        f"s.first_seq, s.depth FROM lcm_summaries s WHERE {scope}"
-                        + (" AND s.id < %s" if after else "")
-                        + " ORDER BY s.id DESC LIMIT %s"
-                    )
-                try:
-                    with self._tx("scanning for a regex") as conn:
-                        conn.execute(f"SET LOCAL statement_timeout = {self._scan_timeout_ms}")
-                        rows = conn.execute(sql, [*params, *after, page]).fetchall()
-                except psycopg.errors.QueryCanceled:
-                    return
-                if not rows:
-                    break
-                remaining -= len(rows)
-                hits, cursor = scan_hits(target, rows)
-                yield from hits
-            if remaining <= 0:
-                return
+        try:
+            with self._tx("scanning for a regex") as conn:
+                conn.execute(f"SET LOCAL statement_timeout = {self._scan_timeout_ms}")
+                return conn.execute(sql, params).fetchall()
+        except psycopg.errors.QueryCanceled:
+            return None
 
     # Sub-agent grants.
-
-    def create_grant(self, grant: Grant) -> int:
-        with self._tx("creating a grant") as conn:
-            (grant_id,) = conn.execute(
-                "INSERT INTO lcm_grants(child_session_id, parent_session_id, max_depth, "
-                "token_cap, expires_at, created_at) VALUES (%s,%s,%s,%s,%s,%s) RETURNING id",
-                grant_insert_params(grant),
-            ).fetchone()
-            return grant_id
 
     def revoke_grants(self, child_session_id: str, grant_id: int | None = None) -> int:
         with self._tx("revoking grants") as conn:
@@ -813,15 +553,6 @@ class PgLcmStore(StoreCommon):
                 (child_session_id, grant_id, grant_id),
             )
             return cur.rowcount
-
-    def active_grants(self, child_session_id: str, now: float) -> list[Grant]:
-        rows = self._read(
-            "SELECT id, child_session_id, parent_session_id, max_depth, token_cap, tokens_used, "
-            "expires_at FROM lcm_grants WHERE child_session_id=%s AND (expires_at IS NULL OR "
-            "expires_at > %s) ORDER BY id",
-            (child_session_id, now),
-        )
-        return self._grants_with_scope(rows)
 
     def access_scope(self, session_id: str, now: float) -> tuple[list[int], list[Grant]]:
         """One statement: the session's conversations, and each active grant with the
@@ -837,12 +568,6 @@ class PgLcmStore(StoreCommon):
         )
         grants = [Grant(*r[1:8], conversation_ids=list(r[8])) for r in rows if r[1] is not None]
         return list(rows[0][0]), grants
-
-    def charge_grant(self, grant_id: int, tokens: int) -> None:
-        with self._tx("charging a grant") as conn:
-            conn.execute(
-                "UPDATE lcm_grants SET tokens_used=tokens_used+%s WHERE id=%s", (tokens, grant_id)
-            )
 
     # Health.
 
@@ -862,15 +587,3 @@ class PgLcmStore(StoreCommon):
             "UNION ALL SELECT 1 FROM lcm_summaries s WHERE ci.kind='summary' AND s.id=ci.ref_id)"
         )[0]
         return "ok" if dangling == 0 else f"{dangling} context item(s) reference missing rows"
-
-    def stats(self, conversation_id: int) -> dict[str, Any]:
-        conv = self.conversation(conversation_id)
-        (items,) = self._read(
-            "SELECT COUNT(*) FROM lcm_context_items WHERE conversation_id=%s", (conversation_id,)
-        )[0]
-        depth_rows = self._read(
-            "SELECT depth, COUNT(*) FROM lcm_context_items WHERE conversation_id=%s AND "
-            "kind='summary' GROUP BY depth ORDER BY depth",
-            (conversation_id,),
-        )
-        return stats_report(conv, items, depth_rows)

@@ -19,29 +19,20 @@ from typing import Any, Literal
 
 from .faults import fault_point
 from .search import query_operands
+from .sql import CONVERSATION_COLUMNS, MESSAGE_COLUMNS, SQLITE, SUMMARY_COLUMNS
 from .store import (
     Appended,
-    ContextItem,
     Conversation,
-    Grant,
     NewMessage,
-    NewSummary,
     SearchHit,
     StoredMessage,
     StoredSummary,
-    SummaryKind,
 )
 from .store_common import (
-    DeadlinePassed,
     StoreCommon,
     appended,
     first_unseen,
-    grant_insert_params,
     message_from_row,
-    run_unchanged,
-    scan_hits,
-    stats_report,
-    summary_insert_params,
 )
 
 SCHEMA_VERSION = "1"
@@ -152,20 +143,8 @@ CREATE TRIGGER IF NOT EXISTS summaries_fts_delete AFTER DELETE ON summaries BEGI
 END;
 """
 
-_MESSAGE_COLUMNS = (
-    "id, conversation_id, seq, message_uid, role, content, extra_json, tool_call_id, "
-    "tool_name, token_count, context_tokens, externalized, created_at"
-)
-_SUMMARY_COLUMNS = (
-    "id, conversation_id, kind, depth, content, token_count, earliest_at, latest_at, "
-    "first_seq, last_seq, descendant_messages, descendant_summaries, source_tokens, "
-    "created_at, summarizer_level"
-)
-_CONVERSATION_COLUMNS = "id, session_id, generation, context_tokens, context_version, message_count"
 #: WAL pages between automatic checkpoints (4 KiB pages: ~40 MB).
 WAL_CHECKPOINT_PAGES = 10_000
-#: Rows fetched per query while scanning for a regex.
-_SCAN_PAGE = 500
 #: Ids per ``IN (...)`` list.
 _ID_BATCH = 500
 #: Relevance of a tool output relative to what the user and the assistant said (bm25
@@ -181,20 +160,10 @@ class StoreError(RuntimeError):
     """The store file cannot be used (not SQLite, no FTS5, newer schema)."""
 
 
-def _summary(row: sqlite3.Row | tuple) -> StoredSummary:
-    return StoredSummary(*row)
-
-
-def _conversation(row: sqlite3.Row | tuple) -> Conversation:
-    return Conversation(*row)
-
-
-def _placeholders(n: int) -> str:
-    return ",".join("?" * n)
-
-
 class SqliteStore(StoreCommon):
     """An LCM history in one SQLite file."""
+
+    _sql = SQLITE
 
     def __init__(self, path: str | Path, busy_timeout_seconds: float = 30.0) -> None:
         self.path = str(path)
@@ -256,7 +225,9 @@ class SqliteStore(StoreCommon):
             self._conn.close()
 
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
+    def _tx(self, what: str = "") -> Iterator[sqlite3.Connection]:
+        """One write transaction; ``what`` (the step, named in PostgreSQL's errors) is not
+        needed: SQLite's errors say enough about a local file."""
         with self._lock:
             conn = self._conn
             conn.execute("BEGIN IMMEDIATE")
@@ -276,24 +247,23 @@ class SqliteStore(StoreCommon):
 
     def current_conversation(self, session_id: str) -> Conversation:
         rows = self._read(
-            f"SELECT {_CONVERSATION_COLUMNS} FROM conversations "
-            "WHERE session_id=? AND is_current=1",
+            f"SELECT {CONVERSATION_COLUMNS} FROM conversations WHERE session_id=? AND is_current=1",
             (session_id,),
         )
         if rows:
-            return _conversation(rows[0])
-        with self._write() as conn:
+            return Conversation(*rows[0])
+        with self._tx() as conn:
             row = conn.execute(
-                f"SELECT {_CONVERSATION_COLUMNS} FROM conversations "
+                f"SELECT {CONVERSATION_COLUMNS} FROM conversations "
                 "WHERE session_id=? AND is_current=1",
                 (session_id,),
             ).fetchone()
             if row is not None:
-                return _conversation(row)
+                return Conversation(*row)
             return self._insert_conversation(conn, session_id)
 
     def start_new_conversation(self, session_id: str) -> Conversation:
-        with self._write() as conn:
+        with self._tx() as conn:
             conn.execute(
                 "UPDATE conversations SET is_current=0 WHERE session_id=? AND is_current=1",
                 (session_id,),
@@ -307,132 +277,12 @@ class SqliteStore(StoreCommon):
         ).fetchone()
         row = conn.execute(
             "INSERT INTO conversations(session_id, generation, created_at) VALUES (?, ?, ?) "
-            f"RETURNING {_CONVERSATION_COLUMNS}",
+            f"RETURNING {CONVERSATION_COLUMNS}",
             (session_id, generation, time.time()),
         ).fetchone()
-        return _conversation(row)
-
-    def conversation(self, conversation_id: int) -> Conversation:
-        rows = self._read(
-            f"SELECT {_CONVERSATION_COLUMNS} FROM conversations WHERE id=?", (conversation_id,)
-        )
-        if not rows:
-            raise KeyError(f"conversation {conversation_id} does not exist")
-        return _conversation(rows[0])
-
-    def session_conversation_ids(self, session_id: str) -> list[int]:
-        rows = self._read(
-            "SELECT id FROM conversations WHERE session_id=? ORDER BY id DESC", (session_id,)
-        )
-        return [r[0] for r in rows]
+        return Conversation(*row)
 
     # Messages.
-
-    def known_uid(self, conversation_id: int, message_uid: str) -> bool:
-        return bool(
-            self._read(
-                "SELECT 1 FROM messages WHERE conversation_id=? AND message_uid=?",
-                (conversation_id, message_uid),
-            )
-        )
-
-    def append(self, conversation_id: int, messages: Sequence[NewMessage]) -> Appended:
-        """Store new messages and append them to the active context; known uids are skipped.
-
-        One transaction per call; rows, their full-text entries and context items are
-        written with set-based statements (the batched ingest path).
-        """
-        if not messages:
-            return Appended()
-        with self._write() as conn:
-            fresh = self._fresh(conn, conversation_id, messages)
-            if not fresh:
-                return Appended()
-            count, next_ordinal = self._counters(conn, conversation_id)
-            return self._insert_rows(conn, conversation_id, fresh, count + 1, next_ordinal)
-
-    def insert_messages_after(
-        self, conversation_id: int, after_uid: str | None, messages: Sequence[NewMessage]
-    ) -> int:
-        """Store messages the engine missed right after the stored message ``after_uid``
-        (None: before every stored message), in order; known uids are skipped.
-
-        Later messages' sequence numbers (and the ranges of summaries over them) and later
-        context items' ordinals move up, so the history order and the active context stay
-        one walk. When ``after_uid`` lies under a summary that also covers later messages,
-        the new ones go right after that summary's span: the nearest place the DAG allows.
-        An unknown ``after_uid``, or the newest message, appends. One transaction.
-        """
-        if not messages:
-            return 0
-        with self._write() as conn:
-            fresh = self._fresh(conn, conversation_id, messages)
-            if not fresh:
-                return 0
-            count, next_ordinal = self._counters(conn, conversation_id)
-            place = self._insertion_point(conn, conversation_id, after_uid, count)
-            if place is None:
-                self._insert_rows(conn, conversation_id, fresh, count + 1, next_ordinal)
-                return len(fresh)
-            first_seq, first_ordinal = place
-            k = len(fresh)
-            # Two steps through negative values: UNIQUE(conversation_id, seq) and the
-            # ordinal key are checked row by row, so a plain +k could hit the next row.
-            for table, column, first in (
-                ("messages", "seq", first_seq),
-                ("context_items", "ordinal", first_ordinal),
-            ):
-                conn.execute(
-                    f"UPDATE {table} SET {column}=-({column}+?) "
-                    f"WHERE conversation_id=? AND {column}>=?",
-                    (k, conversation_id, first),
-                )
-                conn.execute(
-                    f"UPDATE {table} SET {column}=-{column} WHERE conversation_id=? AND {column}<0",
-                    (conversation_id,),
-                )
-            conn.execute(
-                "UPDATE summaries SET first_seq=first_seq+?, last_seq=last_seq+? "
-                "WHERE conversation_id=? AND first_seq>=?",
-                (k, k, conversation_id, first_seq),
-            )
-            self._insert_rows(conn, conversation_id, fresh, first_seq, first_ordinal)
-            return k
-
-    def _insertion_point(
-        self, conn: sqlite3.Connection, conversation_id: int, after_uid: str | None, count: int
-    ) -> tuple[int, int] | None:
-        """(first seq, first ordinal) for messages placed after ``after_uid``; None: append."""
-        if after_uid is None:
-            if count == 0:
-                return None
-            (first_ordinal,) = conn.execute(
-                "SELECT COALESCE(MIN(ordinal), 0) FROM context_items WHERE conversation_id=?",
-                (conversation_id,),
-            ).fetchone()
-            return 1, first_ordinal
-        row = conn.execute(
-            "SELECT id, seq FROM messages WHERE conversation_id=? AND message_uid=?",
-            (conversation_id, after_uid),
-        ).fetchone()
-        if row is None or row[1] >= count:
-            return None
-        message_id, seq = row
-        held = conn.execute(
-            "SELECT ordinal FROM context_items WHERE conversation_id=? AND kind='message' "
-            "AND ref_id=?",
-            (conversation_id, message_id),
-        ).fetchone()
-        if held is not None:
-            return seq + 1, held[0] + 1
-        covering = conn.execute(
-            "SELECT c.ordinal, s.last_seq FROM context_items c JOIN summaries s ON s.id=c.ref_id "
-            "WHERE c.conversation_id=? AND c.kind='summary' AND s.first_seq<=? AND s.last_seq>=?",
-            (conversation_id, seq, seq),
-        ).fetchone()
-        if covering is None:
-            return None
-        return covering[1] + 1, covering[0] + 1
 
     def _fresh(
         self, conn: sqlite3.Connection, conversation_id: int, messages: Sequence[NewMessage]
@@ -442,12 +292,14 @@ class SqliteStore(StoreCommon):
         return first_unseen(messages, seen)
 
     @staticmethod
-    def _counters(conn: sqlite3.Connection, conversation_id: int) -> tuple[int, int]:
-        count, next_ordinal = conn.execute(
-            "SELECT message_count, next_ordinal FROM conversations WHERE id=?",
-            (conversation_id,),
-        ).fetchone()
-        return count, next_ordinal
+    def _link_sources(
+        conn: sqlite3.Connection, table: str, column: str, summary_id: int, refs: Sequence[int]
+    ) -> None:
+        """A new summary's lineage rows: what it summarizes, in order."""
+        conn.executemany(
+            f"INSERT INTO {table}(summary_id, ord, {column}) VALUES (?,?,?)",
+            [(summary_id, n, ref) for n, ref in enumerate(refs)],
+        )
 
     @staticmethod
     def _insert_rows(
@@ -524,7 +376,7 @@ class SqliteStore(StoreCommon):
                 r[0]
                 for r in conn.execute(
                     "SELECT message_uid FROM messages WHERE conversation_id=? AND "
-                    f"message_uid IN ({_placeholders(len(batch))})",
+                    f"message_uid IN ({SQLITE.marks(len(batch))})",
                     [conversation_id, *batch],
                 )
             )
@@ -536,13 +388,13 @@ class SqliteStore(StoreCommon):
         for start in range(0, len(ids), _ID_BATCH):
             batch = ids[start : start + _ID_BATCH]
             yield from self._read(
-                f"SELECT {columns} FROM {table} WHERE id IN ({_placeholders(len(batch))})", batch
+                f"SELECT {columns} FROM {table} WHERE id IN ({SQLITE.marks(len(batch))})", batch
             )
 
     def messages_by_id(self, ids: Iterable[int]) -> dict[int, StoredMessage]:
         return {
             row[0]: message_from_row(row)
-            for row in self._rows_by_id(_MESSAGE_COLUMNS, "messages", ids)
+            for row in self._rows_by_id(MESSAGE_COLUMNS, "messages", ids)
         }
 
     def message_by_uid(
@@ -550,8 +402,7 @@ class SqliteStore(StoreCommon):
     ) -> StoredMessage | None:
         for conversation_id in sorted(conversation_ids, reverse=True):
             rows = self._read(
-                f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE conversation_id=? AND "
-                "message_uid=?",
+                f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE conversation_id=? AND message_uid=?",
                 (conversation_id, message_uid),
             )
             if rows:
@@ -562,30 +413,9 @@ class SqliteStore(StoreCommon):
 
     def summaries_by_id(self, ids: Iterable[int]) -> dict[int, StoredSummary]:
         return {
-            row[0]: _summary(row) for row in self._rows_by_id(_SUMMARY_COLUMNS, "summaries", ids)
+            row[0]: StoredSummary(*row)
+            for row in self._rows_by_id(SUMMARY_COLUMNS, "summaries", ids)
         }
-
-    def summary_source_ids(self, summary_id: int) -> tuple[SummaryKind, list[int]]:
-        summary = self.summary(summary_id)
-        if summary is None:
-            raise KeyError(f"summary {summary_id} does not exist")
-        if summary.kind == "leaf":
-            rows = self._read(
-                "SELECT message_id FROM summary_messages WHERE summary_id=? ORDER BY ord",
-                (summary_id,),
-            )
-        else:
-            rows = self._read(
-                "SELECT source_id FROM summary_sources WHERE summary_id=? ORDER BY ord",
-                (summary_id,),
-            )
-        return summary.kind, [r[0] for r in rows]
-
-    def parent_summary_of_message(self, message_id: int) -> int | None:
-        rows = self._read(
-            "SELECT summary_id FROM summary_messages WHERE message_id=?", (message_id,)
-        )
-        return rows[0][0] if rows else None
 
     def parent_summaries_of_messages(self, message_ids: Iterable[int]) -> dict[int, int]:
         ids = list(message_ids)
@@ -594,85 +424,18 @@ class SqliteStore(StoreCommon):
             batch = ids[start : start + _ID_BATCH]
             rows = self._read(
                 "SELECT message_id, summary_id FROM summary_messages "
-                f"WHERE message_id IN ({_placeholders(len(batch))})",
+                f"WHERE message_id IN ({SQLITE.marks(len(batch))})",
                 batch,
             )
             found.update({r[0]: r[1] for r in rows})
         return found
-
-    def parent_summary_of_summary(self, summary_id: int) -> int | None:
-        rows = self._read("SELECT summary_id FROM summary_sources WHERE source_id=?", (summary_id,))
-        return rows[0][0] if rows else None
-
-    # The active context.
-
-    def context_items(self, conversation_id: int) -> list[ContextItem]:
-        rows = self._read(
-            "SELECT ordinal, kind, ref_id, token_count, depth, role FROM context_items "
-            "WHERE conversation_id=? ORDER BY ordinal",
-            (conversation_id,),
-        )
-        return [ContextItem(*r) for r in rows]
-
-    def _replace_with_summary(
-        self,
-        conversation_id: int,
-        items: Sequence[ContextItem],
-        summary: NewSummary,
-        deadline: float | None,
-    ) -> int | None:
-        lo, hi = items[0].ordinal, items[-1].ordinal
-        with self._write() as conn:
-            current = conn.execute(
-                "SELECT ordinal, kind, ref_id FROM context_items "
-                "WHERE conversation_id=? AND ordinal BETWEEN ? AND ? ORDER BY ordinal",
-                (conversation_id, lo, hi),
-            ).fetchall()
-            if not run_unchanged(current, items):
-                return None
-            (summary_id,) = conn.execute(
-                "INSERT INTO summaries(conversation_id, kind, depth, content, token_count, "
-                "earliest_at, latest_at, first_seq, last_seq, descendant_messages, "
-                "descendant_summaries, source_tokens, created_at, summarizer_level) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
-                summary_insert_params(conversation_id, summary),
-            ).fetchone()
-            table, column = (
-                ("summary_messages", "message_id")
-                if summary.kind == "leaf"
-                else ("summary_sources", "source_id")
-            )
-            conn.executemany(
-                f"INSERT INTO {table}(summary_id, ord, {column}) VALUES (?,?,?)",
-                [(summary_id, n, ref) for n, ref in enumerate(summary.source_ids)],
-            )
-            conn.execute(
-                "DELETE FROM context_items WHERE conversation_id=? AND ordinal BETWEEN ? AND ?",
-                (conversation_id, lo, hi),
-            )
-            conn.execute(
-                "INSERT INTO context_items(conversation_id, ordinal, kind, ref_id, token_count, "
-                "depth, role) VALUES (?,?,?,?,?,?,'')",
-                (conversation_id, lo, "summary", summary_id, summary.token_count, summary.depth),
-            )
-            removed = sum(i.token_count for i in items)
-            conn.execute(
-                "UPDATE conversations SET context_tokens=context_tokens-?+?, "
-                "context_version=context_version+1 WHERE id=?",
-                (removed, summary.token_count, conversation_id),
-            )
-            fault_point("lcm.sweep.before_commit")
-            if deadline is not None and time.monotonic() >= deadline:
-                raise DeadlinePassed
-        fault_point("lcm.sweep.after_commit")
-        return summary_id
 
     # Search.
 
     def _scope_sql(
         self, alias: str, conversation_ids: Sequence[int], since: float | None, until: float | None
     ) -> tuple[str, list[Any]]:
-        clauses = [f"{alias}.conversation_id IN ({_placeholders(len(conversation_ids))})"]
+        clauses = [f"{alias}.conversation_id IN ({SQLITE.marks(len(conversation_ids))})"]
         params: list[Any] = list(conversation_ids)
         time_column = "created_at" if alias == "m" else "latest_at"
         if since is not None:
@@ -849,59 +612,24 @@ class SqliteStore(StoreCommon):
                     held[rowid] += 1
         return held
 
-    def scan_recent(
+    def _scan_scope(
         self,
-        conversation_ids: Sequence[int],
         target: Literal["messages", "summaries"],
+        conversation_id: int,
         since: float | None,
         until: float | None,
-        max_rows: int,
-    ) -> Iterator[SearchHit]:
-        """Rows newest first (conversation by conversation), at most ``max_rows`` of them."""
-        remaining = max_rows
-        for conversation_id in sorted(conversation_ids, reverse=True):
-            scope, params = self._scope_sql(
-                "m" if target == "messages" else "s", [conversation_id], since, until
-            )
-            cursor: int | None = None
-            while remaining > 0:
-                page = min(_SCAN_PAGE, remaining)
-                if target == "messages":
-                    sql = (
-                        "SELECT m.id, m.conversation_id, m.created_at, m.content, m.role, m.seq, "
-                        f"-1 FROM messages m WHERE {scope}"
-                        + (" AND m.seq < ?" if cursor is not None else "")
-                        + " ORDER BY m.seq DESC LIMIT ?"
-                    )
-                else:
-                    sql = (
-                        "SELECT s.id, s.conversation_id, s.latest_at, s.content, '', "
-                        f"s.first_seq, s.depth FROM summaries s WHERE {scope}"
-                        + (" AND s.id < ?" if cursor is not None else "")
-                        + " ORDER BY s.id DESC LIMIT ?"
-                    )
-                rows = self._read(sql, [*params, *([cursor] if cursor is not None else []), page])
-                if not rows:
-                    break
-                remaining -= len(rows)
-                hits, cursor = scan_hits(target, rows)
-                yield from hits
-            if remaining <= 0:
-                return
+    ) -> tuple[str, list[Any]]:
+        return self._scope_sql(
+            "m" if target == "messages" else "s", [conversation_id], since, until
+        )
+
+    def _scan_page(self, sql: str, params: Sequence[Any]) -> list[tuple]:
+        return self._read(sql, params)
 
     # Sub-agent grants.
 
-    def create_grant(self, grant: Grant) -> int:
-        with self._write() as conn:
-            (grant_id,) = conn.execute(
-                "INSERT INTO grants(child_session_id, parent_session_id, max_depth, token_cap, "
-                "expires_at, created_at) VALUES (?,?,?,?,?,?) RETURNING id",
-                grant_insert_params(grant),
-            ).fetchone()
-            return grant_id
-
     def revoke_grants(self, child_session_id: str, grant_id: int | None = None) -> int:
-        with self._write() as conn:
+        with self._tx() as conn:
             if grant_id is None:
                 cur = conn.execute(
                     "DELETE FROM grants WHERE child_session_id=?", (child_session_id,)
@@ -912,21 +640,6 @@ class SqliteStore(StoreCommon):
                     (child_session_id, grant_id),
                 )
             return cur.rowcount
-
-    def active_grants(self, child_session_id: str, now: float) -> list[Grant]:
-        rows = self._read(
-            "SELECT id, child_session_id, parent_session_id, max_depth, token_cap, tokens_used, "
-            "expires_at FROM grants WHERE child_session_id=? AND (expires_at IS NULL OR "
-            "expires_at > ?) ORDER BY id",
-            (child_session_id, now),
-        )
-        return self._grants_with_scope(rows)
-
-    def charge_grant(self, grant_id: int, tokens: int) -> None:
-        with self._write() as conn:
-            conn.execute(
-                "UPDATE grants SET tokens_used=tokens_used+? WHERE id=?", (tokens, grant_id)
-            )
 
     # Health.
 
@@ -941,15 +654,3 @@ class SqliteStore(StoreCommon):
     def integrity_check(self) -> str:
         rows = self._read("PRAGMA quick_check")
         return "; ".join(str(r[0]) for r in rows[:5])
-
-    def stats(self, conversation_id: int) -> dict[str, Any]:
-        conv = self.conversation(conversation_id)
-        (items,) = self._read(
-            "SELECT COUNT(*) FROM context_items WHERE conversation_id=?", (conversation_id,)
-        )[0]
-        depth_rows = self._read(
-            "SELECT depth, COUNT(*) FROM context_items WHERE conversation_id=? AND "
-            "kind='summary' GROUP BY depth ORDER BY depth",
-            (conversation_id,),
-        )
-        return stats_report(conv, items, depth_rows)
