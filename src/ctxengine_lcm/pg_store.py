@@ -377,18 +377,8 @@ class PgLcmStore(StoreCommon):
     # Search.
 
     @staticmethod
-    def _scope_sql(
-        alias: str, conversation_ids: Sequence[int], since: float | None, until: float | None
-    ) -> tuple[str, list[Any]]:
-        clauses = [f"{alias}.conversation_id = ANY(%s)"]
-        params: list[Any] = [list(conversation_ids)]
-        if since is not None:
-            clauses.append(f"{alias}.{'created_at' if alias == 'm' else 'latest_at'} >= %s")
-            params.append(since)
-        if until is not None:
-            clauses.append(f"{alias}.{'created_at' if alias == 'm' else 'earliest_at'} <= %s")
-            params.append(until)
-        return " AND ".join(clauses), params
+    def _conversations_clause(column: str, ids: Sequence[int]) -> tuple[str, list[Any]]:
+        return f"{column} = ANY(%s)", [list(ids)]
 
     def search_fulltext(
         self,
@@ -514,22 +504,6 @@ class PgLcmStore(StoreCommon):
         return [
             SearchHit("message", r[0], r[1], r[2], r[3], r[4], r[5], -1, float(r[6])) for r in rows
         ]
-
-    def _scan_scope(
-        self,
-        target: Literal["messages", "summaries"],
-        conversation_id: int,
-        since: float | None,
-        until: float | None,
-    ) -> tuple[str, list[Any]]:
-        scope, params = self._scope_sql(
-            "m" if target == "messages" else "s", [conversation_id], since, until
-        )
-        # One conversation: a plain equality lets the (conversation, seq) index give
-        # the order, so each page is an index range read, not a sort of the history.
-        scope = scope.replace("conversation_id = ANY(%s)", "conversation_id = %s", 1)
-        params[0] = conversation_id
-        return scope, params
 
     def _scan_page(self, sql: str, params: Sequence[Any]) -> list[tuple] | None:
         """One page under ``statement_timeout``; None when the server could not serve it in

@@ -432,20 +432,9 @@ class SqliteStore(StoreCommon):
 
     # Search.
 
-    def _scope_sql(
-        self, alias: str, conversation_ids: Sequence[int], since: float | None, until: float | None
-    ) -> tuple[str, list[Any]]:
-        clauses = [f"{alias}.conversation_id IN ({SQLITE.marks(len(conversation_ids))})"]
-        params: list[Any] = list(conversation_ids)
-        time_column = "created_at" if alias == "m" else "latest_at"
-        if since is not None:
-            clauses.append(f"{alias}.{time_column} >= ?")
-            params.append(since)
-        if until is not None:
-            start_column = "created_at" if alias == "m" else "earliest_at"
-            clauses.append(f"{alias}.{start_column} <= ?")
-            params.append(until)
-        return " AND ".join(clauses), params
+    @staticmethod
+    def _conversations_clause(column: str, ids: Sequence[int]) -> tuple[str, list[Any]]:
+        return f"{column} IN ({SQLITE.marks(len(ids))})", list(ids)
 
     def search_fulltext(
         self,
@@ -611,17 +600,6 @@ class SqliteStore(StoreCommon):
                 if rowid in held:
                     held[rowid] += 1
         return held
-
-    def _scan_scope(
-        self,
-        target: Literal["messages", "summaries"],
-        conversation_id: int,
-        since: float | None,
-        until: float | None,
-    ) -> tuple[str, list[Any]]:
-        return self._scope_sql(
-            "m" if target == "messages" else "s", [conversation_id], since, until
-        )
 
     def _scan_page(self, sql: str, params: Sequence[Any]) -> list[tuple]:
         return self._read(sql, params)

@@ -159,7 +159,7 @@ class StoreCommon:
     _fresh: Callable[[Any, int, Sequence[NewMessage]], list[NewMessage]]
     _insert_rows: Callable[[Any, int, list[NewMessage], int, int], Appended]
     _link_sources: Callable[[Any, str, str, int, Sequence[int]], None]
-    _scan_scope: Callable[[str, int, float | None, float | None], tuple[str, list[Any]]]
+    _conversations_clause: Callable[[str, Sequence[int]], tuple[str, list[Any]]]
     _scan_page: Callable[[str, Sequence[Any]], list[tuple] | None]
     messages_by_id: Callable[[Iterable[int]], dict[int, StoredMessage]]
     summaries_by_id: Callable[[Iterable[int]], dict[int, StoredSummary]]
@@ -438,6 +438,36 @@ class StoreCommon:
 
     # Search.
 
+    def _scope_sql(
+        self, alias: str, conversation_ids: Sequence[int], since: float | None, until: float | None
+    ) -> tuple[str, list[Any]]:
+        """Conditions keeping ``alias`` (``m`` messages, ``s`` summaries) to the given
+        conversations and time range, and their parameters."""
+        clause, params = self._conversations_clause(f"{alias}.conversation_id", conversation_ids)
+        return self._time_scope(alias, clause, params, since, until)
+
+    def _time_scope(
+        self,
+        alias: str,
+        clause: str,
+        params: list[Any],
+        since: float | None,
+        until: float | None,
+    ) -> tuple[str, list[Any]]:
+        """``clause`` and the time range: a message's time, or a summary's span overlapping it."""
+        clauses, params = [clause], list(params)
+        if since is not None:
+            clauses.append(
+                f"{alias}.{'created_at' if alias == 'm' else 'latest_at'} >= {self._sql.p}"
+            )
+            params.append(since)
+        if until is not None:
+            clauses.append(
+                f"{alias}.{'created_at' if alias == 'm' else 'earliest_at'} <= {self._sql.p}"
+            )
+            params.append(until)
+        return " AND ".join(clauses), params
+
     def scan_recent(
         self,
         conversation_ids: Sequence[int],
@@ -450,7 +480,12 @@ class StoreCommon:
         fewer when the backend gives up on a page (None)."""
         remaining = max_rows
         for conversation_id in sorted(conversation_ids, reverse=True):
-            scope, params = self._scan_scope(target, conversation_id, since, until)
+            # One conversation: a plain equality lets the (conversation, seq) index give the
+            # order, so each page is an index range read, not a sort of the history.
+            alias = "m" if target == "messages" else "s"
+            scope, params = self._time_scope(
+                alias, f"{alias}.conversation_id = {self._sql.p}", [conversation_id], since, until
+            )
             cursor: int | None = None
             while remaining > 0:
                 below = [cursor] if cursor is not None else []

@@ -337,8 +337,9 @@ class ToolRunner:
     ) -> dict[str, Any]:
         """One result; ``parents`` maps message hits to their covering summaries (read for
         all hits at once); ``similar`` are the near-duplicates folded under it."""
+        ref = message_ref if hit.kind == "message" else summary_ref
         item: dict[str, Any] = {
-            "id": message_ref(hit.id) if hit.kind == "message" else summary_ref(hit.id),
+            "id": ref(hit.id),
             "kind": hit.kind,
             "time": iso_time(hit.created_at),
         }
@@ -364,7 +365,6 @@ class ToolRunner:
                     for h in inner
                 ]
         if similar:
-            ref = message_ref if hit.kind == "message" else summary_ref
             item["similar"] = {
                 "count": len(similar),
                 "ids": [ref(h.id) for h in similar[:_SIMILAR_IDS_SHOWN]],
