@@ -8,6 +8,34 @@ for pydantic, pluggy or tiktoken.
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
+
+from ._version import __version__
+
+if TYPE_CHECKING:  # what a type checker sees; at run time ``__getattr__`` imports lazily
+    from .config import ConfigError, LoadedConfig, load_config
+    from .context import EngineContext
+    from .discovery import EngineEntry, list_engines
+    from .engine import ContextEngine
+    from .hookspecs import hookimpl
+    from .host import ContextHost
+    from .models import (
+        HOST_CAPABILITIES,
+        PERSISTENCE_ONLY_FIELDS,
+        AssembleResult,
+        BootstrapResult,
+        CompactResult,
+        EngineInfo,
+        HostRequirement,
+        IngestResult,
+        MaintenanceResult,
+        RuntimeSettings,
+        SummaryResult,
+    )
+    from .session import CompactionEvent, ProviderRequest, Session, TurnReport
+    from .slot import EngineSelectionError, ResolvedEngine, SlotChoice, choose_slot, resolve_engine
+    from .tokens import TokenCounter
+    from .validation import validate_engine
 
 _LAZY: dict[str, str] = {
     "ContextEngine": "ctxengine_host.engine",
@@ -43,7 +71,42 @@ _LAZY: dict[str, str] = {
     "CompactionEvent": "ctxengine_host.session",
 }
 
-__all__ = sorted(_LAZY)
+# Written out (not derived from _LAZY) so that linters and type checkers see it;
+# tests/host_core checks the two agree.
+__all__ = [
+    "HOST_CAPABILITIES",
+    "PERSISTENCE_ONLY_FIELDS",
+    "AssembleResult",
+    "BootstrapResult",
+    "CompactResult",
+    "CompactionEvent",
+    "ConfigError",
+    "ContextEngine",
+    "ContextHost",
+    "EngineContext",
+    "EngineEntry",
+    "EngineInfo",
+    "EngineSelectionError",
+    "HostRequirement",
+    "IngestResult",
+    "LoadedConfig",
+    "MaintenanceResult",
+    "ProviderRequest",
+    "ResolvedEngine",
+    "RuntimeSettings",
+    "Session",
+    "SlotChoice",
+    "SummaryResult",
+    "TokenCounter",
+    "TurnReport",
+    "__version__",
+    "choose_slot",
+    "hookimpl",
+    "list_engines",
+    "load_config",
+    "resolve_engine",
+    "validate_engine",
+]
 
 
 def __getattr__(name: str) -> object:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ._version import __version__
 from .engine import ContextEngine
 from .messages import atomic_blocks, flatten
 from .usage import apply_usage
@@ -56,7 +57,7 @@ class SlidingWindowEngine(ContextEngine):
     """Keep the system prompt and the newest messages that fit under the threshold."""
 
     name = "sliding-window"
-    version = "0.1.0"
+    version = __version__
     display_name = "Sliding window"
 
     def update_from_response(self, usage: dict[str, Any]) -> None:

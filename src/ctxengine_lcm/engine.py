@@ -30,6 +30,7 @@ from ctxengine_host.models import (
     SummaryResult,
 )
 
+from ._version import __version__
 from .assembly import SYSTEM_PROMPT_ADDITION, fit_to_budget, merge_leading
 from .backend import open_lcm_store
 from .compaction import Compactor
@@ -58,7 +59,7 @@ class LcmEngine(ContextEngine):
     """Lossless Context Management: a verbatim store, a summary DAG and recall tools."""
 
     name = "lcm"
-    version = "0.1.0"
+    version = __version__
     display_name = "Lossless Context Management"
     owns_compaction = True
     config_model = LcmConfig

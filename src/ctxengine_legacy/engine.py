@@ -22,6 +22,7 @@ from ctxengine_host.summarizer import SummarizerError, SummarizerService
 from ctxengine_host.tokens import REPLY_PRIMER_TOKENS, TokenCounter
 from ctxengine_host.usage import apply_usage
 
+from ._version import __version__
 from .boundaries import Plan, plan_boundaries
 from .config import LegacyConfig
 from .pruning import deduplicate_tool_outputs, prune, pruning_floor
@@ -48,7 +49,7 @@ class LegacyEngine(ContextEngine):
     """Protect the head and the recent tail; keep one rolling summary of the middle."""
 
     name = "legacy"
-    version = "0.1.0"
+    version = __version__
     display_name = "Legacy compressor"
     config_model = LegacyConfig
 

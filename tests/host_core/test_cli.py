@@ -52,6 +52,19 @@ def test_version(cli):
     assert result.returncode == 0 and result.stdout.startswith("ctxengine-host 0.1.0")
 
 
+def test_python_dash_m_runs_the_same_cli():
+    import subprocess
+    import sys
+
+    import ctxengine_host
+
+    result = subprocess.run(
+        [sys.executable, "-m", "ctxengine_host", "--version"], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"ctxengine-host {ctxengine_host.__version__}"
+
+
 def test_no_command_prints_help_and_exits_2(cli):
     result = cli()
     assert result.returncode == 2 and "engines" in result.stderr and "doctor" in result.stderr

@@ -11,6 +11,8 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from string import Template
 
+from .._version import __version__
+
 FILES_DIR = Path(__file__).parent / "files"
 
 #: Generated path (with ``{module}``) -> template file.
@@ -53,7 +55,7 @@ def template_values(name: str) -> dict[str, str]:
     try:
         host_version = version("ctxengine-host")
     except PackageNotFoundError:
-        host_version = "0.1.0"
+        host_version = __version__
     return {
         "name": name,
         "distribution": f"ctxengine-{name}",
