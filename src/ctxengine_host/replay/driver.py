@@ -147,6 +147,7 @@ def _replay(
                 if progress:
                     progress(turn.index, len(turns))
             final = runner.final_request()
+            report.final_messages = list(final.messages) if final is not None else []
             tools = runner.engine_tools()
             report.engine_tools = [t["function"]["name"] for t in tools]
             report.probes = evaluate_probes(probes, parsed, final, session, tools)

@@ -82,6 +82,9 @@ class ReplayReport:
     engine_tools: list[str] = field(default_factory=list)
     wall_seconds: float = 0.0
     store_path: str | None = None
+    # The final request's messages, kept in memory for analyses such as
+    # benchmarks/bench_quality.py; not part of the --json document.
+    final_messages: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
     def summary(self) -> dict[str, Any]:
         rows = self.turns
