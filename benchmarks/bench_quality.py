@@ -80,16 +80,22 @@ def print_table(rows: list[dict], label: str) -> None:
             f"{r['session']:<22} {r['engine']:<7} {r['window']:>6} {r['in_context']:>5.2f} "
             f"{r['found']:>5.2f} {r['verbatim']:>5.2f} {r['compactions']:>4} "
             f"{r['summary_tokens']:>7} {r['q_task_kept']:>5.2f} {r['q_noise_share']:>5.2f} "
-            f"{r['q_injected_lines']:>3} {r['q_score']:>5.2f}"
+            f"{r['q_injected_lines']:>3} {_score(r['q_score']):>5}"
         )
     for engine in sorted({r["engine"] for r in rows}):
         mine = [r for r in rows if r["engine"] == engine]
-        mean = {k: sum(r[k] for r in mine) / len(mine) for k in ("in_context", "found", "q_score")}
+        mean = {k: sum(r[k] for r in mine) / len(mine) for k in ("in_context", "found")}
+        scores = [r["q_score"] for r in mine if r["q_score"] is not None]
         print(
             f"  {engine}: mean in-context {mean['in_context']:.2f}, found "
-            f"{mean['found']:.2f}, summary score {mean['q_score']:.2f}, injected lines "
+            f"{mean['found']:.2f}, summary score "
+            f"{_score(sum(scores) / len(scores) if scores else None)}, injected lines "
             f"{sum(r['q_injected_lines'] for r in mine)}"
         )
+
+
+def _score(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
 
 
 def main(argv: list[str] | None = None) -> int:
