@@ -133,7 +133,7 @@ class ContextHost:
         store_path: str | Path | None = None,
         **kwargs: Any,
     ) -> ContextHost:
-        """A host for the config file found as DESIGN.md says; the slot picks the engine."""
+        """A host for the config file found as docs/design.md says; the slot picks the engine."""
         return cls(
             engine,
             model=model,

@@ -1,4 +1,4 @@
-"""Running engine calls under timeouts, and the fault policy of DESIGN.md's fault table.
+"""Running engine calls under timeouts, and the fault policy of the fault table in docs/design.md.
 
 Every engine call goes through :class:`EngineGuard`: through the engine's
 pluggy plugin manager (so observer plugins see it), on a pool worker with a

@@ -2,7 +2,7 @@
 
 Rows are never deleted or rewritten: a compaction writes the rows it needs
 (summaries, rewritten messages) and points the live view at a new list of rows.
-``message_uid`` identity (DESIGN.md, "The contract") is assigned by
+``message_uid`` identity (docs/design.md, "The contract") is assigned by
 :func:`stamp_identities` before a row is written, so every backend shares it.
 
 :class:`TranscriptStore` is the interface; :class:`SQLiteTranscriptStore` the
