@@ -92,6 +92,8 @@ class ContextEngineContract:
     #: A window small enough that the sample conversation is well over it.
     pressure_context_length: ClassVar[int] = 2048
     conversation_turns: ClassVar[int] = 24
+    #: Tool calls of the single-task loop of ``compress-long-tool-loop``.
+    long_loop_tool_calls: ClassVar[int] = 100
     concurrent_sessions: ClassVar[int] = 4
     turns_per_session: ClassVar[int] = 6
 
@@ -276,6 +278,26 @@ class ContextEngineContract:
         result = _compress(pressured_engine, conversation, rule)
         messages = self._compacted_view(pressured_engine, result, conversation, rule)
         require(rule, sequence_problems(messages), "compress() output")
+
+    def test_compress_long_tool_loop(self, pressured_engine: Any, token_counter: TokenCounter):
+        """One task, then a long tool loop, compacted whenever it passes the threshold.
+
+        The commonest agent shape: a compaction that keeps "the newest turn" keeps
+        everything, and one that trims from the front can leave a lone tool result.
+        """
+        rule = "compress-long-tool-loop"
+        threshold = pressured_engine.threshold_tokens or self.pressure_context_length // 2
+        history: list[Message] = []
+        for block in samples.long_tool_loop(self.long_loop_tool_calls):
+            history.extend(block)
+            if token_counter.count_messages(history) <= threshold:
+                continue
+            result = _compress(pressured_engine, history, rule)
+            compacted = _compacted_messages(result, rule)
+            if compacted is None:
+                pytest.skip("compress() keeps the history itself; see select-context rules")
+            require(rule, sequence_problems(compacted), f"compress() of {len(history)} messages")
+            history = list(compacted)
 
     def test_compress_shrinks(
         self, pressured_engine: Any, conversation: list[Message], token_counter: TokenCounter

@@ -29,6 +29,9 @@ RULES: dict[str, str] = {
     "(parameters a JSON Schema object)",
     "compress-valid-sequence": "compress() returns a valid message sequence (known roles, "
     "tool calls and results paired) or a CompactResult holding one",
+    "compress-long-tool-loop": "replayed through a long single-task tool loop (one user "
+    "message, then a hundred tool calls), every compaction is a valid request that keeps a "
+    "user message",
     "compress-shrinks": "under pressure, compress() returns no more tokens than it was given",
     "select-context-valid": "select_context() returns None, a list of message dicts forming "
     "a valid sequence, or an AssembleResult, and leaves its input unchanged",

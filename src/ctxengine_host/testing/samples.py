@@ -108,3 +108,12 @@ def foreign_markers(messages: list[Message], own: str, markers: set[str]) -> set
     """Markers of sessions other than ``own`` that appear in the text of ``messages``."""
     text = "\n".join(content_text(m) for m in messages if isinstance(m, dict))
     return {m for m in markers if m != own and f"[{m}]" in text}
+
+
+def long_tool_loop(tool_calls: int) -> list[list[Message]]:
+    """A single-task agent session as atomic blocks: system, task, then the tool loop."""
+    from ..generator.realistic import generate_realistic_session
+    from ..messages import atomic_blocks
+
+    messages = generate_realistic_session(max(40, tool_calls), seed=0).messages
+    return atomic_blocks(messages)
