@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Build the wheelhouse the offline (fresh-venv) tests install from:
 #   - our four wheels, always rebuilt from the working tree;
-#   - every runtime dependency, the testing extra (pytest) and the build backend
-#     (hatchling and its dependencies), fetched once and again only when the dependency list changes.
+#   - every runtime dependency, the testing extra (pytest), the build backend
+#     (hatchling and its dependencies) and the publishing tools an engine author runs
+#     (build, twine: docs/authoring.md, tested by tests/testing_kit/test_author_path.py), fetched once and again only when the dependency list changes.
 # Usage: bash scripts/build-wheelhouse.sh [DIR]   (default: $CTXENGINE_WHEELHOUSE or ./wheelhouse)
 # Needs the dev venv (scripts/dev-install.sh).
 set -euo pipefail
@@ -22,7 +23,8 @@ import tomllib
 host = tomllib.load(open("packages/ctxengine-host/pyproject.toml", "rb"))
 build = tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"]
 testing = host["project"].get("optional-dependencies", {}).get("testing", [])  # the kit's extra
-print("\n".join(sorted(set(host["project"]["dependencies"]) | set(build) | set(testing))))
+publishing = ["build", "twine", "editables"]  # the author path: pip install -e, build, twine
+print("\n".join(sorted(set(host["project"]["dependencies"]) | set(build) | set(testing) | set(publishing))))
 PY
 )"
 if [ ! -f "$WHEELHOUSE/.requirements" ] || [ "$(cat "$WHEELHOUSE/.requirements")" != "$REQS" ]; then
