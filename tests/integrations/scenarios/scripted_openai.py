@@ -111,8 +111,12 @@ def normalize(messages: list[Message]) -> list[tuple]:
 class Script:
     """The scripted model: read a log per question, once call the engine's first tool, answer."""
 
-    def __init__(self, engine_tool: str | None, engine_tool_after: int = 6) -> None:
+    def __init__(
+        self, engine_tool: str | None, engine_tool_after: int = 6, reads_per_question: int = 1
+    ) -> None:
         self.engine_tool = engine_tool
+        self.reads_per_question = reads_per_question
+        self.reads = 0
         self.engine_tool_after = engine_tool_after
         self.calls = 0
         self.logs: list[int] = []
@@ -123,6 +127,11 @@ class Script:
         last = body["messages"][-1]
         offered = {t["function"]["name"] for t in body.get("tools") or []}
         if last["role"] == "user":
+            self.reads = 0
+        if last["role"] == "user" or (
+            last["role"] == "tool" and self.reads < self.reads_per_question
+        ):
+            self.reads += 1
             self.logs.append(self.calls)
             call = tool_call(f"call_{self.calls}", "read_log", {"turn": self.calls})
             return {"content": f"reading log {self.calls}", "tool_calls": [call]}
