@@ -71,6 +71,7 @@ class ContextHost:
         strict_alternation: bool = False,
         max_workers: int = 32,
         event_loop: asyncio.AbstractEventLoop | None = None,
+        counter: TokenCounter | None = None,
     ) -> None:
         self.config = config or LoadedConfig()
         # Engines keep their own files under <data_dir>/engines/<name>.
@@ -88,7 +89,8 @@ class ContextHost:
         self.context_length = length
         self.reserve_output_tokens = cfg.context.reserve_output_tokens
         self.strict_alternation = strict_alternation
-        self.counter = TokenCounter(self.model, encoding or cfg.context.encoding)
+        # A counter may be given (e.g. integrations.litellm's, with the provider's tokenizer).
+        self.counter = counter or TokenCounter(self.model, encoding or cfg.context.encoding)
         plugins = self._load_plugins() if observers is None else None
         self.observers = list(observers) if observers is not None else plugins.objects
         self.summarizer = SummarizerService(
