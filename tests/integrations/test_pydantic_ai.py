@@ -33,3 +33,9 @@ def test_the_pydantic_ai_example_runs_offline(tmp_path):
     assert_no_escape(env)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "engine lcm: 8 messages stored" in done.stdout
+
+
+def test_an_engine_that_breaks_mid_conversation_never_breaks_the_agent(tmp_path):
+    result = run_scenario("pydantic_ai_failing_engine.py", "legacy", tmp_path)
+    assert (result["mode"], result["engine"]) == ("fallback", "legacy")
+    assert result["output"].startswith("answer after")

@@ -15,18 +15,21 @@ CONTEXT_LENGTH = 3000
 RESERVE_OUTPUT_TOKENS = 256
 
 
-def make_host(store_path: str) -> ContextHost:
+def host_kwargs(store_path: str) -> dict[str, Any]:
     """The engine comes from the slot (``CTXENGINE_ENGINE``), as a user would select it."""
     assert os.environ.get("CTXENGINE_ENGINE") in ("legacy", "lcm")
     config = load_config(None)
     config.config.context.reserve_output_tokens = RESERVE_OUTPUT_TOKENS
-    return ContextHost(
-        None,
-        model="gpt-4o",
-        context_length=CONTEXT_LENGTH,
-        config=config,
-        store_path=store_path,
-    )
+    return {
+        "model": "gpt-4o",
+        "context_length": CONTEXT_LENGTH,
+        "config": config,
+        "store_path": store_path,
+    }
+
+
+def make_host(store_path: str) -> ContextHost:
+    return ContextHost(None, **host_kwargs(store_path))
 
 
 def tool_output(turn: int) -> str:

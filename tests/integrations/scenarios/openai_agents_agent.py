@@ -18,10 +18,11 @@ from agents import (
     function_tool,
     set_tracing_disabled,
 )
-from common import CONTEXT_LENGTH, engine_answer, make_host, report, require_stored, tool_output
+from common import CONTEXT_LENGTH, engine_answer, host_kwargs, report, require_stored, tool_output
 from openai import AsyncOpenAI
 from scripted_openai import Script, ScriptedOpenAI, normalize
 
+from ctxengine_host.aio import AsyncContextHost
 from ctxengine_host.integrations.openai_agents import EngineSession
 
 SYSTEM = "You fix flaky tests."
@@ -36,8 +37,10 @@ def read_log(turn: int) -> str:
 
 async def main(store_path: str) -> None:
     set_tracing_disabled(True)
-    host = make_host(store_path)
-    memory = EngineSession(host.open_session("agents-chat"))
+    # The async runtime: the SDK's loop drives the session, engine calls run off the loop.
+    async_host = await AsyncContextHost(None, **host_kwargs(store_path)).start()
+    host = async_host.host
+    memory = EngineSession(await async_host.open_session("agents-chat"))
     engine_tools = [t.name for t in memory.tools()]
     # Three logs read per question: tool loops inside one run, compacted by the filter.
     script = Script(engine_tools[0] if engine_tools else None, reads_per_question=3)
@@ -78,7 +81,7 @@ async def main(store_path: str) -> None:
         assert payload["results"] and "error" not in payload, payload
     items = await memory.get_items()
     assert items and items[-1]["content"][0]["text"] == f"answer {script.calls}"
-    host.close()
+    await async_host.close()
     report(
         {
             "engine": host.engine_name,
