@@ -85,6 +85,8 @@ class AsyncContextHost:
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``fn(*args, **kwargs)`` on the host's executor (sync work that must not block)."""
         await self.start()
+        if self._executor is None:
+            raise RuntimeError("this AsyncContextHost is closed; create a new one")
         loop = asyncio.get_running_loop()
         if loop is not self._loop:
             raise RuntimeError("an AsyncContextHost is used from one event loop only")
@@ -106,11 +108,11 @@ class AsyncContextHost:
 
     async def close(self) -> None:
         """End open sessions, dispose the engines, close the store; then stop the executor."""
-        if self._host is None:
+        if self._host is None or self._executor is None:
             return
         await self.run(self._host.close)
-        if self._executor is not None:
-            self._executor.shutdown(wait=False)
+        executor, self._executor = self._executor, None
+        executor.shutdown(wait=False)
 
     async def __aenter__(self) -> AsyncContextHost:
         return await self.start()

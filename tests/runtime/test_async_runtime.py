@@ -265,3 +265,29 @@ def test_using_the_host_before_start_says_how(store_path):
     host = async_host("legacy", store_path)
     with pytest.raises(RuntimeError, match="async with"):
         host.host  # noqa: B018
+
+
+def test_a_closed_host_says_so_and_closing_twice_is_harmless(store_path):
+    async def main():
+        host = await async_host("legacy", store_path).start()
+        await host.close()
+        await host.close()
+        with pytest.raises(RuntimeError, match="closed"):
+            await host.open_session("late")
+
+    asyncio.run(main())
+
+
+def test_a_coroutine_method_called_on_its_own_loop_is_refused_not_deadlocked():
+    from ctxengine_host.coroutines import CoroutineRunner
+
+    async def answer():
+        return 42
+
+    async def main():
+        runner = CoroutineRunner(asyncio.get_running_loop())
+        with pytest.raises(RuntimeError, match="deadlock"):
+            runner.settle(answer(), 1.0)
+        return await asyncio.to_thread(runner.settle, answer(), 1.0)  # off the loop: fine
+
+    assert asyncio.run(main()) == 42
