@@ -12,6 +12,6 @@ from .runner import run_scenario
 def test_langchain_and_langgraph_agents_run_on_the_engines_context(engine, tmp_path):
     result = run_scenario("langchain_agent.py", engine, tmp_path)
     assert result["engine"] == engine
-    for agent in ("create_agent", "create_react_agent"):
+    for agent in ("create_agent", "create_react_agent", "create_agent_async"):
         assert result[agent]["compactions"] >= 1
         assert bool(result[agent]["engine_tools"]) == (engine == "lcm")

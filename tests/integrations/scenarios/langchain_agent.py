@@ -6,6 +6,7 @@ Usage: python langchain_agent.py STORE_PATH  (the engine comes from CTXENGINE_EN
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 import warnings
@@ -29,7 +30,9 @@ def read_log(turn: int) -> str:
     return tool_output(turn)
 
 
-def drive(host, session_id: str, build, system_prompt: str | None = None) -> dict:
+def drive(
+    host, session_id: str, build, system_prompt: str | None = None, use_async: bool = False
+) -> dict:
     session = host.open_session(session_id, system_prompt=system_prompt)
     context = EngineContext(session)
     engine_tools = [t.name for t in context.tools()]
@@ -39,7 +42,8 @@ def drive(host, session_id: str, build, system_prompt: str | None = None) -> dic
         agent = build(model, [read_log, *context.tools()], context)
         state = {"messages": []}
         for prompt in PROMPTS:
-            state = agent.invoke({"messages": [*state["messages"], HumanMessage(prompt)]})
+            update = {"messages": [*state["messages"], HumanMessage(prompt)]}
+            state = asyncio.run(agent.ainvoke(update)) if use_async else agent.invoke(update)
         context.finish(state)
         received = server.requests
     requests = context.bridge.requests
@@ -84,6 +88,8 @@ def main(store_path: str) -> None:
         "engine": host.engine_name,
         "create_agent": drive(host, "lc-create-agent", build_create_agent),
         "create_react_agent": drive(host, "lg-react-agent", build_react_agent, SYSTEM),
+        # ainvoke: the middleware's awrap_model_call, the engine work off the event loop.
+        "create_agent_async": drive(host, "lc-async", build_create_agent, use_async=True),
     }
     host.close()
     report(result)
