@@ -134,6 +134,11 @@ class AsyncSession:
         async with self._lock:
             return await self._host.run(fn, *args, **kwargs)
 
+    async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run sync code that drives :attr:`session` (e.g. a framework adapter's step) on the
+        host's executor, serialized with this session's other calls."""
+        return await self._call(fn, *args, **kwargs)
+
     @property
     def session_id(self) -> str:
         return self.session.session_id

@@ -42,8 +42,10 @@ class HistoryBridge:
     """Keeps one framework conversation and one :class:`Session` in step."""
 
     def __init__(self, session: Any) -> None:
-        # An AsyncSession wraps the sync Session; the bridge drives the sync one off the loop.
+        # An AsyncSession wraps the sync Session: the bridge drives the sync one on that host's
+        # executor (serialized with the session's other calls); a Session, on a worker thread.
         self.session: Session = getattr(session, "session", session)
+        self._offload = getattr(session, "call", None) or asyncio.to_thread
         self._known: list[Message] = []
         self._turn_open = False
         #: The requests assembled so far (their ``compactions`` say what the engine did).
@@ -82,7 +84,7 @@ class HistoryBridge:
 
     async def aassemble(self, history: list[Message]) -> list[Message] | None:
         """:meth:`assemble` on a thread, so that the event loop is never blocked."""
-        return await asyncio.to_thread(self.assemble, history)
+        return await self._offload(self.assemble, history)
 
     def commit(self, history: list[Message]) -> list[Message]:
         """Store the messages of ``history`` not seen before; returns them.
@@ -180,7 +182,11 @@ class HistoryBridge:
             return json.dumps({"error": f"engine tool {name} failed: {exc}"})
 
     async def acall_tool(self, name: str, args: dict[str, Any] | str | None) -> str:
-        return await asyncio.to_thread(self.call_tool, name, args)
+        return await self._offload(self.call_tool, name, args)
+
+    async def offload(self, fn: Any, *args: Any) -> Any:
+        """``fn(*args)`` off the event loop, as the bridge runs its own session work."""
+        return await self._offload(fn, *args)
 
 
 def _without_system_head(history: list[Message]) -> list[Message]:

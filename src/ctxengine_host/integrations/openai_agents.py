@@ -23,7 +23,6 @@ calls and their outputs); reasoning and other hosted-tool items are not kept
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from typing import Any
@@ -55,7 +54,7 @@ class EngineSession:
 
     async def get_items(self, limit: int | None = None) -> list[Item]:
         """The live view as input items (the newest ``limit`` when given)."""
-        live = await asyncio.to_thread(self.bridge.session.messages)
+        live = await self.bridge.offload(self.bridge.session.messages)
         items = chat_to_items([strip_persistence_fields(m) for m in live])
         if limit is not None:
             items = items[-limit:] if limit > 0 else []
@@ -67,7 +66,7 @@ class EngineSession:
         """Store the run's new items (those the model-input filter has not stored already)."""
         self._added.extend(dict(i) for i in items)
         chat = items_to_chat([*self._served, *self._added])
-        await asyncio.to_thread(self._commit, chat)
+        await self.bridge.offload(self._commit, chat)
 
     def _commit(self, chat: list[Message]) -> None:
         self.bridge.commit(chat)
@@ -82,7 +81,7 @@ class EngineSession:
 
     async def clear_session(self) -> None:
         """The live view empties (the stored rows stay); the next run starts afresh."""
-        await asyncio.to_thread(self.bridge.session.reset)
+        await self.bridge.offload(self.bridge.session.reset)
         self._served, self._added = [], []
         self.bridge.forget()
 

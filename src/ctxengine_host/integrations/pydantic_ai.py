@@ -15,7 +15,6 @@ convention for processors) become the run's history. See docs/integrations.md.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 import logging
@@ -70,7 +69,7 @@ class EngineHistory:
         """
         try:
             chat = to_chat(messages)
-            await asyncio.to_thread(self._finish, chat)
+            await self.bridge.offload(self._finish, chat)
         except Exception:
             log.exception("could not store the end of the run")
 
