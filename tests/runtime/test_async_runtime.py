@@ -16,7 +16,7 @@ from ctxengine_host.isolation import is_quarantined
 from ctxengine_host.quarantine import QuarantineLog
 
 from .conftest import config
-from .engines import QuietEngine
+from .engines import QuietEngine, faulty_engine
 
 #: Loops the coroutine engine's methods ran on (class-level: clones share it).
 SEEN_LOOPS: list[asyncio.AbstractEventLoop] = []
@@ -291,3 +291,23 @@ def test_a_coroutine_method_called_on_its_own_loop_is_refused_not_deadlocked():
         return await asyncio.to_thread(runner.settle, answer(), 1.0)  # off the loop: fine
 
     assert asyncio.run(main()) == 42
+
+
+@pytest.mark.parametrize("method", ["ingest", "select_context", "compress", "on_turn_complete"])
+def test_a_hung_sync_engine_is_timed_out_and_quarantined_under_the_async_host(store_path, method):
+    engine = faulty_engine(method, "hang")
+    engine.compress_on_prompt_tokens = {50}
+
+    async def main():
+        async with (
+            async_host(engine, store_path) as host,
+            await host.open_session("hung") as session,
+        ):
+            await one_turn(session, "hello")
+            return await session.status(), [m["content"] for m in await session.messages()]
+
+    status, live = asyncio.run(main())
+    assert (status["mode"], status["engine"]) == ("fallback", "legacy")
+    assert live[0] == "hello"  # stored before the engine saw it, kept through the fallback
+    [record] = QuarantineLog().records("faulty")
+    assert record.method == method and "no answer within" in record.reason
