@@ -93,3 +93,13 @@ def test_set_system_prompt_recomputes_the_budget_and_refuses_one_that_leaves_non
     assert session.system_prompt == "Be brief."
     session.add_user_message("hi")
     assert session.build_request().messages[0] == {"role": "system", "content": "Be brief."}
+
+
+def test_a_message_the_store_refuses_is_counted_and_the_rest_is_stored(make_host, caplog):
+    host = make_host("legacy")
+    bridge = HistoryBridge(host.open_session("r"))
+    broken = {"role": "assistant", "tool_calls": [{"function": {"name": "read"}}]}  # no id
+    history = [{"role": "user", "content": "one"}, broken, {"role": "user", "content": "two"}]
+    assert bridge.assemble(history) is not None
+    assert bridge.rejected == 1 and "not stored" in caplog.text
+    assert [r.message["content"] for r in host.store.rows("r")] == ["one", "two"]

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..session import ProviderRequest, Session, TurnReport
+from ..usage import UsageError
+from ..validity import ValidityError
 
 log = logging.getLogger("ctxengine.integrations")
 
@@ -52,6 +54,8 @@ class HistoryBridge:
         self.requests: list[ProviderRequest] = []
         #: The reports of the turns finished so far (their ``compactions`` too).
         self.reports: list[TurnReport] = []
+        #: Messages of the framework's history the store refused as invalid (logged).
+        self.rejected = 0
         #: Calls where the framework's own history was used because something failed.
         self.fallbacks = 0
 
@@ -99,7 +103,7 @@ class HistoryBridge:
         for message in new:
             if message.get("role") == "assistant":
                 self._flush(batch)
-                self.session.record_response(message, None)
+                self._store(self.session.record_response, [message], message, None)
                 self._turn_open = True
             else:
                 if message.get("role") == "user" and self._turn_open:
@@ -125,9 +129,23 @@ class HistoryBridge:
 
     def _flush(self, batch: list[Message]) -> None:
         if batch:
-            self.session.add_messages(list(batch), repair_input=True)
+            self._store(self.session.add_messages, batch, list(batch), repair_input=True)
             self._turn_open = True
             batch.clear()
+
+    def _store(self, step: Any, messages: list[Message], *args: Any, **kwargs: Any) -> None:
+        """One store step; messages the store refuses as invalid are logged and counted, and
+        the conversation goes on (the framework still holds them)."""
+        try:
+            step(*args, **kwargs)
+        except (ValidityError, UsageError) as exc:
+            self.rejected += len(messages)
+            log.error(
+                "session %s: %d message(s) from the framework not stored: %s",
+                self.session.session_id,
+                len(messages),
+                exc,
+            )
 
     def _take_system_prompt(self, history: list[Message]) -> list[Message]:
         rest = _without_system_head(history)
