@@ -65,6 +65,8 @@ _LAZY: dict[str, str] = {
     "resolve_engine": "ctxengine_host.slot",
     "validate_engine": "ctxengine_host.validation",
     "ContextHost": "ctxengine_host.host",
+    "AsyncContextHost": "ctxengine_host.aio",
+    "AsyncSession": "ctxengine_host.aio",
     "Session": "ctxengine_host.session",
     "ProviderRequest": "ctxengine_host.session",
     "TurnReport": "ctxengine_host.session",

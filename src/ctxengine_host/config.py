@@ -49,7 +49,7 @@ class SummarizerSection(BaseModel):
     """Backend choice; backend-specific keys are validated by the summarizer service."""
 
     model_config = ConfigDict(extra="allow")
-    backend: Literal["extractive", "openai"] = "extractive"
+    backend: Literal["extractive", "openai", "litellm"] = "extractive"
 
 
 class StoreSection(_Section):

@@ -6,6 +6,7 @@ engine's ``clone_for_agent()``; the prototype is disposed by :meth:`close`.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import logging
 import re
@@ -16,6 +17,7 @@ from typing import Any
 
 from .config import LoadedConfig, load_config
 from .context import EngineContext
+from .coroutines import CoroutineRunner
 from .isolation import (
     EngineFailure,
     EngineGuard,
@@ -68,6 +70,8 @@ class ContextHost:
         observers: list[object] | None = None,
         strict_alternation: bool = False,
         max_workers: int = 32,
+        event_loop: asyncio.AbstractEventLoop | None = None,
+        counter: TokenCounter | None = None,
     ) -> None:
         self.config = config or LoadedConfig()
         # Engines keep their own files under <data_dir>/engines/<name>.
@@ -85,7 +89,8 @@ class ContextHost:
         self.context_length = length
         self.reserve_output_tokens = cfg.context.reserve_output_tokens
         self.strict_alternation = strict_alternation
-        self.counter = TokenCounter(self.model, encoding or cfg.context.encoding)
+        # A counter may be given (e.g. integrations.litellm's, with the provider's tokenizer).
+        self.counter = counter or TokenCounter(self.model, encoding or cfg.context.encoding)
         plugins = self._load_plugins() if observers is None else None
         self.observers = list(observers) if observers is not None else plugins.objects
         self.summarizer = SummarizerService(
@@ -94,7 +99,8 @@ class ContextHost:
             plugin_manager=summarizer_plugin_manager(plugins) if plugins else None,
         )
         self.quarantine = quarantine or quarantine_log_for(store_path or cfg.store.url)
-        self.pool = WorkerPool(max_workers=max_workers)
+        # Coroutine engine methods run on ``event_loop`` (AsyncContextHost), else a private loop.
+        self.pool = WorkerPool(max_workers=max_workers, coroutines=CoroutineRunner(event_loop))
         self.timeouts = Timeouts(
             hook_seconds=cfg.compression.hook_timeout_seconds,
             context_seconds=cfg.compression.context_timeout_seconds,

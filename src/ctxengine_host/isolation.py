@@ -26,6 +26,7 @@ from functools import cache
 from typing import Any
 
 from .bridge import engine_plugin_manager
+from .coroutines import CoroutineRunner
 from .hookspecs import ContractSpec
 from .quarantine import QuarantineLog
 from .signatures import implemented_methods
@@ -107,9 +108,14 @@ class WorkerPool:
     At most ``max_workers`` calls run at once; a call that times out frees its
     slot (the pool starts a replacement) while its thread stays written off until
     the call returns. At most ``max_stuck`` such threads may exist at once.
+    A call that returns an awaitable (a coroutine engine method) is settled by
+    ``coroutines`` within the same timeout.
     """
 
-    def __init__(self, max_workers: int = 32, max_stuck: int = 64) -> None:
+    def __init__(
+        self, max_workers: int = 32, max_stuck: int = 64, coroutines: CoroutineRunner | None = None
+    ) -> None:
+        self.coroutines = coroutines or CoroutineRunner()
         self.max_workers = max_workers
         self.max_stuck = max_stuck
         self._cond = threading.Condition()
@@ -121,9 +127,10 @@ class WorkerPool:
 
     def run(self, fn: Callable[[], Any], timeout: float | None) -> Any:
         """``fn()`` on a worker within ``timeout`` seconds (None or 0: inline)."""
+        settle = self.coroutines.settle
         if not timeout or timeout <= 0:
-            return fn()
-        job = _Job(fn)
+            return settle(fn(), None)
+        job = _Job(lambda: settle(fn(), timeout))
         self._acquire().append(job)
         if not job.done.wait(timeout):
             with self._cond:
@@ -175,6 +182,7 @@ class WorkerPool:
                 worker.stop()
             self._idle.clear()
             self._cond.notify_all()
+        self.coroutines.close()
 
 
 class _Worker:

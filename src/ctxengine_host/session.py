@@ -236,6 +236,27 @@ class Session:
         self.tool_tokens = tool_tokens
         return budget
 
+    def set_system_prompt(self, system_prompt: str | None) -> None:
+        """Replace the system prompt (frameworks send theirs with every model call).
+
+        The budget is recomputed; a prompt that leaves no budget raises
+        :class:`BudgetError` and the previous prompt stays.
+        """
+        with self._working():
+            self._check_open()
+            if system_prompt == self.system_prompt:
+                return
+            previous = (self.system_prompt, self.head, self.head_tokens)
+            self.system_prompt = system_prompt
+            self.head = system_head(system_prompt, None)
+            self.head_tokens = sum(self.host.counter.count_message(m) for m in self.head)
+            try:
+                self.budget_tokens = self._compute_budget()
+            except BudgetError:
+                self.system_prompt, self.head, self.head_tokens = previous
+                raise
+            self._assembler = RequestAssembler(self)  # its head cache knew the old prompt
+
     def messages(self) -> list[Message]:
         """Deep copies of the live view, uids included."""
         return self.live.messages()

@@ -21,13 +21,14 @@ from typing import Any, Protocol
 
 import pluggy
 
+from ..config import ConfigError
 from ..models import SummaryResult
 from ..tokens import TokenCounter
 from .errors import SummarizerError
 from .extractive import ExtractiveBackend
 from .openai_backend import OpenAIBackend
 from .render import render_transcript
-from .settings import OpenAISettings, parse_backend_settings
+from .settings import LiteLLMSettings, OpenAISettings, parse_backend_settings
 from .truncate import truncate_to_tokens
 
 log = logging.getLogger("ctxengine.summarizer")
@@ -65,6 +66,22 @@ class SummarizerService:
         self._stats = _empty_stats()
 
     def _make_backend(self) -> Backend:
+        if isinstance(self.settings, LiteLLMSettings):
+            try:
+                from ..integrations.litellm import LiteLLMBackend
+            except ImportError as exc:
+                raise ConfigError(
+                    f"[summarizer] backend 'litellm' needs LiteLLM ({exc}); install it with "
+                    "pip install 'ctxengine-host[litellm]', or choose another backend"
+                ) from exc
+
+            return LiteLLMBackend(
+                self.settings,
+                shrink=lambda content, limit, focus: self.extractive.summarize(
+                    content, limit, focus
+                ),
+                count_text=self.counter.count_text,
+            )
         if isinstance(self.settings, OpenAISettings):
             return OpenAIBackend(
                 self.settings,

@@ -40,11 +40,25 @@ class OpenAISettings(_BackendSettings):
     extra_headers: dict[str, str] = Field(default_factory=dict)
 
 
-BackendSettings = ExtractiveSettings | OpenAISettings
+class LiteLLMSettings(_BackendSettings):
+    """Any provider LiteLLM reaches, through ``litellm.completion`` (ctxengine-host[litellm])."""
+
+    backend: Literal["litellm"] = "litellm"
+    model: str = Field(min_length=1)  # LiteLLM's name: "anthropic/claude-…", "ollama/llama3"…
+    api_base: str | None = Field(None, pattern=r"^https?://")
+    api_key_env: str | None = Field(None, min_length=1)  # None: LiteLLM's own env lookup
+    timeout_seconds: float = Field(60.0, gt=0)
+    max_retries: int = Field(4, ge=0, le=20)
+    max_input_tokens: int = Field(60_000, gt=0)
+    temperature: float = Field(0.2, ge=0, le=2)
+
+
+BackendSettings = ExtractiveSettings | OpenAISettings | LiteLLMSettings
 
 _MODELS: dict[str, type[_BackendSettings]] = {
     "extractive": ExtractiveSettings,
     "openai": OpenAISettings,
+    "litellm": LiteLLMSettings,
 }
 
 

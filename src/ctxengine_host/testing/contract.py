@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 
 import pytest
 
+from ..coroutines import CoroutineRunner
 from ..hookspecs import REQUIRED_METHODS
 from ..models import (
     HOST_CAPABILITIES,
@@ -130,7 +131,7 @@ class ContextEngineContract:
     @pytest.fixture
     def pressured_engine(self, engine: Any) -> Any:
         """The engine told about a window the sample conversation overflows."""
-        call_declared(
+        _invoke(
             engine.update_model,
             {"model": self.model, "context_length": self.pressure_context_length},
         )
@@ -227,14 +228,15 @@ class ContextEngineContract:
             "completion_tokens": 10,
             "total_tokens": self.pressure_context_length * 3 + 10,
         }
-        pressured_engine.update_from_response(usage)
+        _invoke(pressured_engine.update_from_response, {"usage": usage})
         status = _call("get-status", pressured_engine.get_status, {})
         require("get-status", status_problems(status))
 
     def test_session_reset(self, pressured_engine: Any, conversation: list[Message]) -> None:
         engine = pressured_engine
-        engine.update_from_response(
-            {"prompt_tokens": 5000, "completion_tokens": 20, "total_tokens": 5020}
+        _invoke(
+            engine.update_from_response,
+            {"usage": {"prompt_tokens": 5000, "completion_tokens": 20, "total_tokens": 5020}},
         )
         _compress(engine, conversation, "session-reset")
         engine.compression_count = max(1, engine.compression_count)
@@ -419,9 +421,10 @@ class ContextEngineContract:
     def test_clone_independence(self, engine: Any) -> None:
         if not self.supports_cloning:
             pytest.skip("supports_cloning = False")
-        call_declared(engine.update_model, {"model": self.model, "context_length": 100_000})
-        engine.update_from_response(
-            {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}
+        _invoke(engine.update_model, {"model": self.model, "context_length": 100_000})
+        _invoke(
+            engine.update_from_response,
+            {"usage": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}},
         )
         before = {a: getattr(engine, a) for a in BUDGET_ATTRIBUTES}
         thresholds = dict(engine.model_thresholds)
@@ -432,9 +435,10 @@ class ContextEngineContract:
         elif getattr(clone, "name", None) != engine.name:
             problems.append(f"the clone's name {getattr(clone, 'name', None)!r} != {engine.name!r}")
         else:
-            call_declared(clone.update_model, {"model": "kit-other-model", "context_length": 1234})
-            clone.update_from_response(
-                {"prompt_tokens": 999, "completion_tokens": 9, "total_tokens": 1008}
+            _invoke(clone.update_model, {"model": "kit-other-model", "context_length": 1234})
+            _invoke(
+                clone.update_from_response,
+                {"usage": {"prompt_tokens": 999, "completion_tokens": 9, "total_tokens": 1008}},
             )
             after = {a: getattr(engine, a) for a in BUDGET_ATTRIBUTES}
             problems.extend(
@@ -464,7 +468,7 @@ class ContextEngineContract:
         ]
         problems = []
         for args, percent in cases:
-            call_declared(engine.update_model, {"context_length": 10_000, **args})
+            _invoke(engine.update_model, {"context_length": 10_000, **args})
             expected = int(10_000 * percent)
             if engine.threshold_tokens != expected:
                 problems.append(
@@ -503,10 +507,19 @@ class ContextEngineContract:
 # Helpers shared by the tests (plain functions so other tools can reuse them).
 
 
+#: Runs the coroutines of ``async def`` contract methods, as the sync host does.
+_COROUTINES = CoroutineRunner()
+
+
+def _invoke(method: Callable[..., Any], available: dict[str, Any]) -> Any:
+    """``method`` called with the arguments it declares; a coroutine is run to completion."""
+    return _COROUTINES.settle(call_declared(method, available), None)
+
+
 def _call(rule: str, method: Callable[..., Any], available: dict[str, Any]) -> Any:
     """Call a contract method as the host does; an exception is a violation of ``rule``."""
     try:
-        return call_declared(method, available)
+        return _invoke(method, available)
     except Exception as exc:
         name = getattr(method, "__name__", "method")
         raise violation(rule, f"{name}() raised {type(exc).__name__}: {exc}") from exc
@@ -706,7 +719,7 @@ def lifecycle_problems(engine: Any, conversation: list[Message]) -> list[str]:
     problems = []
     for method in order:
         try:
-            result = call_declared(getattr(engine, method), available)
+            result = _invoke(getattr(engine, method), available)
         except Exception as exc:
             problems.append(f"{method}() raised {type(exc).__name__}: {exc}")
             continue
