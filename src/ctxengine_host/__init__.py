@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from ._version import __version__
 
 if TYPE_CHECKING:  # what a type checker sees; at run time ``__getattr__`` imports lazily
+    from .aio import AsyncContextHost, AsyncSession
     from .config import ConfigError, LoadedConfig, load_config
     from .context import EngineContext
     from .discovery import EngineEntry, list_engines
@@ -79,6 +80,8 @@ __all__ = [
     "HOST_CAPABILITIES",
     "PERSISTENCE_ONLY_FIELDS",
     "AssembleResult",
+    "AsyncContextHost",
+    "AsyncSession",
     "BootstrapResult",
     "CompactResult",
     "CompactionEvent",
