@@ -28,7 +28,8 @@ from multiprocessing.connection import Connection, Listener
 from typing import Any
 
 from .isolation import CallTimeout, Timeouts, _spec_defaults
-from .process_worker import EngineDescription, WorkerSpec
+from .process_worker import EngineDescription, MirroredMessages, RemoteTranscript, WorkerSpec
+from .views import MessagesView, TranscriptView
 
 log = logging.getLogger("ctxengine.runtime")
 
@@ -79,8 +80,13 @@ class _Worker:
     def pid(self) -> int:
         return self.process.pid
 
-    def exchange(self, timeout: float | None) -> tuple[str, Any]:
-        """Wait for the worker's answer, serving its service calls meanwhile."""
+    def exchange(
+        self, timeout: float | None, local: dict[str, Any] | None = None
+    ) -> tuple[str, Any]:
+        """Wait for the worker's answer, serving its service calls meanwhile.
+
+        ``local`` holds objects of this call the worker may read back (the transcript).
+        """
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
@@ -97,10 +103,16 @@ class _Worker:
             if message[0] != "service":
                 return message[0], message[1:] if len(message) > 2 else message[1]
             try:
-                reply: tuple[str, Any] = ("service_result", self.services(message[1], message[2]))
+                reply: tuple[str, Any] = ("service_result", self._serve(message, local or {}))
             except Exception as exc:
                 reply = ("service_error", exc)
             self.conn.send(reply)
+
+    def _serve(self, message: tuple[Any, ...], local: dict[str, Any]) -> Any:
+        _, name, kwargs = message
+        if name == "transcript" and "transcript" in local:
+            return getattr(local["transcript"], kwargs["what"])()
+        return self.services(name, kwargs)
 
     def kill(self) -> None:
         if self.process.poll() is None:
@@ -167,6 +179,7 @@ class ProcessEngine:
         object.__setattr__(self, "_setup", [])
         object.__setattr__(self, "_closed", False)
         object.__setattr__(self, "restarts", 0)
+        object.__setattr__(self, "_sent", {})
         object.__setattr__(self, "_worker", worker)
         object.__setattr__(self, "description", worker.description)
         object.__setattr__(self, "_attrs", dict(worker.description.attrs))
@@ -204,29 +217,74 @@ class ProcessEngine:
         """``method(**kwargs)`` in the worker, within the method's timeout."""
         timeout = self._timeouts.for_method(method)
         deadline = kwargs.get("deadline")
-        seconds_left = None if deadline is None else deadline - time.monotonic()
-        args = {k: _plain(v) for k, v in kwargs.items()}
-        value = self._remote(("call", method, args, seconds_left), timeout)
+        local: dict[str, Any] = {}
+
+        def message() -> tuple[Any, ...]:
+            seconds_left = None if deadline is None else deadline - time.monotonic()
+            args = {k: self._portable(v, local) for k, v in kwargs.items()}
+            return ("call", method, args, seconds_left)
+
+        value = self._remote(message, timeout, local)
         if method in REPLAYED_CALLS:
-            self._setup.append(("call", method, args))
+            self._setup.append(("call", method, dict(kwargs)))
         return value
 
-    def _remote(self, message: tuple[Any, ...], timeout: float | None) -> Any:
+    def _portable(self, value: Any, local: dict[str, Any]) -> Any:
+        """An argument as it crosses the pipe: views by reference, the transcript by callback.
+
+        Each message of a view is sent once: the worker keeps what it was sent under
+        the id of the host's item (pinned here, so ids are not reused), and a view
+        goes over as a list of those ids plus the messages not sent before. A turn
+        then costs the new messages, not the history (the mirror starts over when
+        it holds far more than the views being sent).
+        """
+        if isinstance(value, MessagesView):
+            items, length = value._items, len(value)
+            sent = self._sent
+            reset = len(sent) > 4 * length + 512
+            if reset:
+                sent.clear()
+            ids, added = [], []
+            for index in range(length):
+                item = items[index]
+                key = id(item)
+                if key not in sent:
+                    sent[key] = item
+                    added.append((key, value[index]))
+                ids.append(key)
+            return MirroredMessages(ids, added, reset)
+        if isinstance(value, TranscriptView):
+            local["transcript"] = value
+            return RemoteTranscript(value.session_id)
+        if isinstance(value, Sequence) and not isinstance(value, str | bytes | list | tuple):
+            return list(value)
+        return value
+
+    def _remote(
+        self,
+        message: tuple[Any, ...] | Callable[[], tuple[Any, ...]],
+        timeout: float | None,
+        local: dict[str, Any] | None = None,
+    ) -> Any:
         if self._closed:
             raise RuntimeError(f"engine {self.name!r}: its worker process was closed")
         if not self._lock.acquire(timeout=-1 if timeout is None else timeout):
             raise CallTimeout(f"the worker was busy with another call for {timeout:g} s")
         try:
             worker = self._running_worker()
-            worker.conn.send(message)
+            built = message() if callable(message) else message
             try:
-                kind, payload = worker.exchange(timeout)
+                try:
+                    worker.conn.send(built)
+                except OSError as exc:
+                    raise WorkerCrashed(f"the engine's worker process is gone: {exc}") from exc
+                kind, payload = worker.exchange(timeout, local)
             except CallTimeout:
                 log.warning(
                     "engine %r: killing worker process %d after %s timed out",
                     self.name,
                     worker.pid,
-                    message[1],
+                    built[1],
                 )
                 self._drop_worker()
                 raise
@@ -275,6 +333,7 @@ class ProcessEngine:
     def _drop_worker(self) -> None:
         worker = self._worker
         object.__setattr__(self, "_worker", None)
+        self._sent.clear()  # a new worker has been sent nothing yet
         if worker is not None:
             worker.kill()
 
@@ -322,13 +381,6 @@ class _RemoteCallable:
 
     def __call__(self) -> Any:
         return self._engine._remote(("call_ref", self._ref), self._engine._timeouts.hook_seconds)
-
-
-def _plain(value: Any) -> Any:
-    """Read-only views become lists: they are snapshots, and a list pickles."""
-    if isinstance(value, Sequence) and not isinstance(value, str | bytes | list | tuple):
-        return list(value)
-    return value
 
 
 def _forwarder(method: str) -> Callable[..., Any]:

@@ -80,6 +80,36 @@ class EngineDescription:
     records: list[tuple[str, str, str]]
 
 
+@dataclass
+class MirroredMessages:
+    """A message view as sent: item ids, and the messages the worker has not been sent yet."""
+
+    ids: list[int]
+    added: list[tuple[int, dict[str, Any]]]
+    reset: bool = False
+
+
+@dataclass
+class RemoteTranscript:
+    """Stands for ``maintain``'s transcript; its reads are calls back into the host."""
+
+    session_id: str
+
+
+class _Transcript:
+    """``TranscriptView``'s reads, answered by the host over the pipe."""
+
+    def __init__(self, worker: _Worker, session_id: str) -> None:
+        self._worker = worker
+        self.session_id = session_id
+
+    def messages(self) -> list[dict[str, Any]]:
+        return self._worker.service("transcript", {"what": "messages"})
+
+    def rows(self) -> list[Any]:
+        return self._worker.service("transcript", {"what": "rows"})
+
+
 class _CollectedQuarantine:
     """Stands in for the host's quarantine log during resolution; the host writes the records."""
 
@@ -120,6 +150,7 @@ class _Worker:
         self.spec = spec
         self.refs: dict[int, Any] = {}
         self.keep: list[object] = []  # a clone's prototype, disposed on exit
+        self.mirror: dict[int, dict[str, Any]] = {}  # messages sent, by the host item's id
 
     # ------------------------------------------------------------ services
 
@@ -133,7 +164,11 @@ class _Worker:
         """The host's summarizer, called back over the pipe."""
         kwargs = {"content": content, "target_tokens": target_tokens}
         kwargs.update(focus_topic=focus_topic, previous=previous)
-        self.conn.send(("service", "summarize", kwargs))
+        return self.service("summarize", kwargs)
+
+    def service(self, name: str, kwargs: dict[str, Any]) -> Any:
+        """A host service, called during the engine call being served."""
+        self.conn.send(("service", name, kwargs))
         kind, value = self.conn.recv()
         if kind == "service_error":
             raise value
@@ -209,6 +244,7 @@ class _Worker:
                     _, method, kwargs, seconds_left = message
                     if "deadline" in kwargs and seconds_left is not None:
                         kwargs["deadline"] = time.monotonic() + seconds_left
+                    kwargs = {k: self.local_value(v) for k, v in kwargs.items()}
                     value = self.call(engine, method, kwargs)
                 elif kind == "call_ref":
                     value = self.refs.pop(message[1])()
@@ -218,6 +254,19 @@ class _Worker:
                 self.conn.send(("error", portable(exc), snapshot(engine)))
                 continue
             self.reply(engine, value)
+
+    def local_value(self, value: Any) -> Any:
+        """Arguments as the engine sees them: views over the mirror, a readable transcript."""
+        if isinstance(value, MirroredMessages):
+            from .views import MessagesView
+
+            if value.reset:
+                self.mirror = {}
+            self.mirror.update(value.added)
+            return MessagesView([self.mirror[key] for key in value.ids])
+        if isinstance(value, RemoteTranscript):
+            return _Transcript(self, value.session_id)
+        return value
 
     def call(self, engine: object, method: str, kwargs: dict[str, Any]) -> Any:
         if method == "dispose" and not callable(getattr(engine, "dispose", None)):

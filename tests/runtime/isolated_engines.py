@@ -4,7 +4,8 @@
 sleeps through ``ctypes.PyDLL`` (a foreign call that keeps the GIL), ``REGEX``
 runs a catastrophically backtracking ``re.match``. Its ``compress`` summarizes
 through the host's summarizer, its tool reports the process it runs in, and it
-keeps a SQLite file of its own under its data directory.
+keeps a SQLite file of its own under its data directory;
+``should_compress_preflight`` and ``maintain`` note what they were given.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ STUCK_ENGINE = textwrap.dedent(
         def __init__(self, config=None, context=None):
             super().__init__(config, context)
             self.ingested = 0
+            self.transcript_seen = None
+            self.preflight_seen = None
             self._db = None
 
         def db(self):
@@ -71,6 +74,14 @@ STUCK_ENGINE = textwrap.dedent(
             note = {"role": "user", "content": "Summary: " + summary.text}
             return [m for m in messages if m.get("role") == "system"] + [note, body[-1]]
 
+        def should_compress_preflight(self, messages):
+            whole = list(messages) == messages[:]
+            self.preflight_seen = [len(messages), messages[-1]["content"], whole]
+            return False
+
+        def maintain(self, session_id, runtime_settings, transcript):
+            self.transcript_seen = (len(transcript.messages()), len(transcript.rows()))
+
         def get_tool_schemas(self):
             return [{"name": "where", "description": "where the engine runs",
                      "parameters": {"type": "object", "properties": {}}}]
@@ -78,6 +89,8 @@ STUCK_ENGINE = textwrap.dedent(
         def handle_tool_call(self, name, args, **kwargs):
             rows = self.db().execute("SELECT COUNT(*) FROM seen").fetchone()[0]
             return json.dumps({"pid": os.getpid(), "ingested": self.ingested, "rows": rows,
+                               "transcript": self.transcript_seen,
+                               "preflight": self.preflight_seen,
                                "tokens": self.context.count_tokens("hello world")})
 
         def dispose(self):

@@ -234,6 +234,22 @@ def test_summaries_cross_the_boundary_and_are_recorded(make_host):
     assert session.messages()[0]["content"].startswith("Summary: ")
 
 
+def test_message_views_and_the_transcript_reach_the_worker(make_host):
+    host = make_host("stuck", '[isolation]\nmode = "process"\n')
+    session = host.open_session("views")
+    for i in range(3):
+        one_turn(session, f"turn {i}")
+    seen = tool(session)
+    assert seen["transcript"] == [6, 6]  # maintain read the live view and the rows back
+    assert seen["preflight"] == [5, "turn 2", True]  # the view as of the last request
+    session.compact()  # a new live list: the worker's mirror starts over
+    one_turn(session, "after")
+    seen = tool(session)
+    live, rows = len(session.messages()), len(host.store.rows("views"))
+    assert seen["transcript"] == [live, rows] and rows > live
+    assert seen["preflight"] == [live - 1, "after", True]
+
+
 def test_the_lcm_entry_point_runs_in_a_worker_with_its_own_database(make_host, tmp_path):
     host = make_host("lcm", '[isolation.engines.lcm]\nmode = "process"\n')
     assert host.resolved.entry.source == "entry-point"
