@@ -10,10 +10,10 @@ its own temporary store and data directory) run the same turns interleaved
 * ``lcm``: the real LCM engine (its SQLite database opened in the worker).
 
 Also measured: one engine call's round trip (``should_compress`` through the
-session's guard), and the startup cost a process-mode session pays once (a
-worker process started and the engine built in it).
+session's guard), the startup cost a process-mode session pays once (a worker
+process started and the engine built in it), and the worker's resident memory.
 
-    .venv/bin/python benchmarks/bench_isolation.py [--turns 100] [--rounds 3] [--json]
+    .venv/bin/python benchmarks/bench_isolation.py [--turns 40] [--rounds 8] [--json]
 """
 
 from __future__ import annotations
@@ -102,6 +102,16 @@ def round_trip(session: Any, calls: int = 300) -> float:
     return (time.perf_counter() - began) / calls
 
 
+def rss_mb(pid: int | None) -> float | None:
+    """Resident memory of a process in MB (Linux; None elsewhere)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    kb = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS"))
+    return round(kb / 1024, 1)
+
+
 def bench_engine(root: Path, engine: str, turns_per_round: int, rounds: int) -> dict[str, Any]:
     hosts = {mode: make_host(root, engine, mode) for mode in MODES}
     try:
@@ -127,6 +137,9 @@ def bench_engine(root: Path, engine: str, turns_per_round: int, rounds: int) -> 
                 "call_ms": round(statistics.median(per_call[mode]), 4),
                 "open_session_ms": round(startup_ms[mode], 1),
             }
+        result["worker_rss_mb"] = rss_mb(
+            getattr(opened["process"].guard.engine, "worker_pid", None)
+        )
         result["overhead_turn_ms"] = round(
             result["process"]["turn_ms"] - result["thread"]["turn_ms"], 3
         )
@@ -160,7 +173,8 @@ def main() -> None:
             )
         print(
             f"{result['engine']:8} process - thread: {result['overhead_turn_ms']:+.3f} ms/turn "
-            f"(x{result['ratio']}) over {result['turns']} turns per mode"
+            f"(x{result['ratio']}) over {result['turns']} turns per mode; "
+            f"a session's worker holds {result['worker_rss_mb']} MB resident"
         )
 
 
