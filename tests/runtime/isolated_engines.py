@@ -37,6 +37,7 @@ STUCK_ENGINE = textwrap.dedent(
             self.ingested = 0
             self.transcript_seen = None
             self.preflight_seen = None
+            self.rolled_back = []
             self._db = None
 
         def db(self):
@@ -82,6 +83,13 @@ STUCK_ENGINE = textwrap.dedent(
         def maintain(self, session_id, runtime_settings, transcript):
             self.transcript_seen = (len(transcript.messages()), len(transcript.rows()))
 
+        def prepare_subagent_spawn(
+            self, parent_session_id, child_session_id, context_mode="isolated", ttl_s=None
+        ):
+            def rollback():
+                self.rolled_back.append(child_session_id)
+            return rollback
+
         def get_tool_schemas(self):
             return [{"name": "where", "description": "where the engine runs",
                      "parameters": {"type": "object", "properties": {}}}]
@@ -91,6 +99,7 @@ STUCK_ENGINE = textwrap.dedent(
             return json.dumps({"pid": os.getpid(), "ingested": self.ingested, "rows": rows,
                                "transcript": self.transcript_seen,
                                "preflight": self.preflight_seen,
+                               "rolled_back": self.rolled_back,
                                "tokens": self.context.count_tokens("hello world")})
 
         def dispose(self):

@@ -262,6 +262,19 @@ def test_the_lcm_entry_point_runs_in_a_worker_with_its_own_database(make_host, t
     assert list((tmp_path / "data" / "engines" / "lcm").iterdir())  # opened in the worker
 
 
+def test_sub_agents_get_workers_and_a_rollback_is_called_back(make_host):
+    host = make_host("stuck", '[isolation]\nmode = "process"\n')
+    parent = host.open_session("parent")
+    one_turn(parent)
+    child = parent.spawn_subagent("fork")
+    assert tool(child)["pid"] not in (tool(parent)["pid"], os.getpid())
+    rollback = parent.guard.engine.prepare_subagent_spawn(
+        parent_session_id="parent", child_session_id="never", context_mode="isolated", ttl_s=None
+    )
+    rollback()  # the engine returned a closure: it runs in the parent's worker
+    assert tool(parent)["rolled_back"] == ["never"]
+
+
 def test_closing_the_host_stops_every_worker(make_host):
     host = make_host("stuck", '[isolation]\nmode = "process"\n')
     sessions = [host.open_session(f"s{i}") for i in range(2)]
@@ -284,6 +297,21 @@ def test_isolation_table_global_and_per_engine():
         parse_config('[isolation]\nmode = "container"\n')
     with pytest.raises(ConfigError, match=r"isolation\.engines\.lcm\.timeout"):
         parse_config("[isolation.engines.lcm]\ntimeout = 3\n")
+
+
+def test_an_engine_that_fails_in_its_worker_leaves_the_default_running_here(make_host, plugins_dir):
+    broken = plugins_dir / "misnamed"
+    broken.mkdir()
+    (broken / "plugin.toml").write_text('name = "misnamed"\n')
+    source = (plugins_dir / "stuck" / "__init__.py").read_text()
+    source = source.replace('name = "stuck"', 'name = "misnamed"')
+    (broken / "__init__.py").write_text(source.replace("focus_topic=None", "focus=None"))
+    host = make_host("misnamed", '[isolation]\nmode = "process"\n')
+    assert host.engine_name == "legacy" and host.resolved.fallback
+    assert "contract check failed" in host.resolved.reason
+    [record] = host.quarantine.records()  # made in the worker, written by the host
+    assert (record.engine, record.method) == ("misnamed", "resolve")
+    one_turn(host.open_session("fine"))
 
 
 def test_the_default_engine_always_runs_in_the_host(make_host):
