@@ -24,6 +24,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from multiprocessing.connection import Connection, Listener
 from typing import Any
 
@@ -94,10 +95,7 @@ class _Worker:
                 ready = self.conn.poll(remaining)
                 message = self.conn.recv() if ready else None
             except (EOFError, OSError) as exc:
-                code = self.process.poll()
-                raise WorkerCrashed(
-                    f"the engine's worker process (pid {self.pid}) died (exit code {code})"
-                ) from exc
+                raise self.crashed() from exc
             if message is None:
                 raise CallTimeout(f"no answer within {timeout:g} s")
             if message[0] != "service":
@@ -107,6 +105,14 @@ class _Worker:
             except Exception as exc:
                 reply = ("service_error", exc)
             self.conn.send(reply)
+
+    def crashed(self) -> WorkerCrashed:
+        """The error for a connection lost mid-call, with the worker's exit code."""
+        try:
+            code = self.process.wait(1.0)
+        except subprocess.TimeoutExpired:
+            code = None
+        return WorkerCrashed(f"the engine's worker process (pid {self.pid}) died (exit {code})")
 
     def _serve(self, message: tuple[Any, ...], local: dict[str, Any]) -> Any:
         _, name, kwargs = message
@@ -277,7 +283,7 @@ class ProcessEngine:
                 try:
                     worker.conn.send(built)
                 except OSError as exc:
-                    raise WorkerCrashed(f"the engine's worker process is gone: {exc}") from exc
+                    raise worker.crashed() from exc
                 kind, payload = worker.exchange(timeout, local)
             except CallTimeout:
                 log.warning(
@@ -305,26 +311,13 @@ class ProcessEngine:
         """The live worker; a killed one is replaced by a fresh one with the setup replayed."""
         if self._worker is not None:
             return self._worker
-        spec = self._spec
-        replay = [*spec.replay, *self._setup]
-        fresh = WorkerSpec(
-            spec.choice,
-            spec.loaded,
-            spec.data_dir,
-            spec.model,
-            spec.encoding,
-            clone=spec.clone,
-            expect_name=self.name,
-            replay=replay if not spec.clone else spec.replay,
-        )
-        worker = _Worker(fresh, self._services)
-        if spec.clone:  # the clone's own setup goes to the clone, not its prototype
-            for op in self._setup:
-                worker.conn.send(op if op[0] == "setattr" else ("call", op[1], op[2], None))
-                kind, payload = worker.exchange(STARTUP_TIMEOUT_SECONDS)
-                if kind == "error":
-                    worker.kill()
-                    raise payload[0]
+        worker = _Worker(replace(self._spec, expect_name=self.name), self._services)
+        for op in self._setup:  # this instance's own setup, after the build (and clone)
+            worker.conn.send(op if op[0] == "setattr" else ("call", op[1], op[2], None))
+            kind, payload = worker.exchange(STARTUP_TIMEOUT_SECONDS)
+            if kind == "error":
+                worker.kill()
+                raise payload[0]
         object.__setattr__(self, "_worker", worker)
         object.__setattr__(self, "restarts", self.restarts + 1)
         log.warning("engine %r: worker process restarted (pid %d)", self.name, worker.pid)
@@ -341,17 +334,8 @@ class ProcessEngine:
 
     def clone_for_agent(self) -> ProcessEngine:
         """A clone in a worker of its own: the prototype rebuilt there with this setup, cloned."""
-        spec = self._spec
-        clone_spec = WorkerSpec(
-            spec.choice,
-            spec.loaded,
-            spec.data_dir,
-            spec.model,
-            spec.encoding,
-            clone=True,
-            expect_name=self.name,
-            replay=[*spec.replay, *self._setup],
-        )
+        replay = [*self._spec.replay, *self._setup]
+        clone_spec = replace(self._spec, clone=True, expect_name=self.name, replay=replay)
         return start_process_engine(clone_spec, self._timeouts, self._services)
 
     def dispose(self) -> None:

@@ -2,9 +2,9 @@
 
 ``stuck`` blocks in C *holding the GIL* when a message asks it to: ``STUCK <s>``
 sleeps through ``ctypes.PyDLL`` (a foreign call that keeps the GIL), ``REGEX``
-runs a catastrophically backtracking ``re.match``. Its ``compress`` summarizes
-through the host's summarizer, its tool reports the process it runs in, and it
-keeps a SQLite file of its own under its data directory;
+runs a catastrophically backtracking ``re.match``, ``EXIT`` ends the process.
+Its ``compress`` summarizes through the host's summarizer, its tool reports the
+process it runs in, and it keeps a SQLite file of its own under its data directory;
 ``should_compress_preflight`` and ``maintain`` note what they were given.
 """
 
@@ -61,6 +61,8 @@ STUCK_ENGINE = textwrap.dedent(
                 text = str(message.get("content") or "")
                 if text.startswith("STUCK "):
                     hold_the_gil(float(text.split()[1]))
+                if text == "EXIT":
+                    os._exit(3)
                 if text == "REGEX":
                     re.match(r"(a+)+$", "a" * 64 + "!")
                 self.db().execute("INSERT INTO seen VALUES (?, ?)", (session_id, text))

@@ -210,6 +210,17 @@ def test_a_worker_that_dies_is_a_fault_like_an_exception(tmp_path, plugins_dir):
         engine.ctxengine_close()
 
 
+def test_a_worker_that_exits_mid_call_is_quarantined_and_the_session_goes_on(make_host):
+    host = make_host("stuck", '[isolation]\nmode = "process"\n')
+    session = host.open_session("exit")
+    session.add_user_message("EXIT")
+    record = host.quarantine.records()[-1]
+    assert (record.engine, record.method) == ("stuck", "ingest")
+    assert record.reason.startswith("WorkerCrashed") and "(exit 3)" in record.reason
+    assert session.status()["engine"] == "legacy" and session.messages()[-1]["content"] == "EXIT"
+    one_turn(session)
+
+
 # --- every kind of engine, with its host services and stores ---------------------------
 
 
