@@ -274,8 +274,9 @@ class ProcessEngine:
     ) -> Any:
         if self._closed:
             raise RuntimeError(f"engine {self.name!r}: its worker process was closed")
-        if not self._lock.acquire(timeout=-1 if timeout is None else timeout):
-            raise CallTimeout(f"the worker was busy with another call for {timeout:g} s")
+        # One call at a time per worker; waiting is bounded by the running call's own
+        # timeout (its worker is killed then), and does not count against this one's.
+        self._lock.acquire()
         try:
             worker = self._running_worker()
             built = message() if callable(message) else message

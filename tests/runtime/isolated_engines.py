@@ -5,7 +5,9 @@ sleeps through ``ctypes.PyDLL`` (a foreign call that keeps the GIL), ``REGEX``
 runs a catastrophically backtracking ``re.match``, ``EXIT`` ends the process.
 Its ``compress`` summarizes through the host's summarizer, its tool reports the
 process it runs in, and it keeps a SQLite file of its own under its data directory;
-``should_compress_preflight`` and ``maintain`` note what they were given.
+``should_compress_preflight`` and ``maintain`` note what they were given (and
+``maintain`` takes 2 s after a ``SLOW`` message). ``background`` is the same
+engine with ``turn_maintenance_mode = "background"``.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ STUCK_ENGINE = textwrap.dedent(
     import os
     import re
     import sqlite3
+    import time
 
     from ctxengine_host.engine import ContextEngine
 
@@ -83,7 +86,10 @@ STUCK_ENGINE = textwrap.dedent(
             return False
 
         def maintain(self, session_id, runtime_settings, transcript):
-            self.transcript_seen = (len(transcript.messages()), len(transcript.rows()))
+            messages = transcript.messages()
+            self.transcript_seen = (len(messages), len(transcript.rows()))
+            if any(m.get("content") == "SLOW" for m in messages[-2:]):
+                time.sleep(2.0)
 
         def prepare_subagent_spawn(
             self, parent_session_id, child_session_id, context_mode="isolated", ttl_s=None
@@ -111,9 +117,16 @@ STUCK_ENGINE = textwrap.dedent(
 )
 
 
+#: The same engine with ``maintain`` on a background thread of the host.
+BACKGROUND_ENGINE = STUCK_ENGINE.replace('name = "stuck"', 'name = "background"').replace(
+    'version = "1.0"', 'version = "1.0"\n    turn_maintenance_mode = "background"'
+)
+
+
 def write_stuck_engine(plugins_dir: Path) -> Path:
-    directory = plugins_dir / "stuck"
-    directory.mkdir(parents=True)
-    (directory / "plugin.toml").write_text('name = "stuck"\n')
-    (directory / "__init__.py").write_text(STUCK_ENGINE)
-    return directory
+    for name, source in (("stuck", STUCK_ENGINE), ("background", BACKGROUND_ENGINE)):
+        directory = plugins_dir / name
+        directory.mkdir(parents=True)
+        (directory / "plugin.toml").write_text(f'name = "{name}"\n')
+        (directory / "__init__.py").write_text(source)
+    return plugins_dir / "stuck"

@@ -273,6 +273,19 @@ def test_the_lcm_entry_point_runs_in_a_worker_with_its_own_database(make_host, t
     assert list((tmp_path / "data" / "engines" / "lcm").iterdir())  # opened in the worker
 
 
+def test_a_long_background_maintain_delays_the_next_call_without_a_quarantine(make_host):
+    host = make_host("background", '[isolation]\nmode = "process"\n')
+    session = host.open_session("bg")
+    assert host.engine.turn_maintenance_mode == "background"
+    one_turn(session, "SLOW")  # maintain now runs 2 s in the worker, past the hook timeout
+    time.sleep(0.3)
+    started = time.monotonic()
+    session.add_user_message("next")  # ingest waits for the worker; its timeout starts when sent
+    assert time.monotonic() - started > HOOK_TIMEOUT
+    one_turn(session)
+    assert host.quarantine.records() == [] and session.status()["engine"] == "background"
+
+
 def test_sub_agents_get_workers_and_a_rollback_is_called_back(make_host):
     host = make_host("stuck", '[isolation]\nmode = "process"\n')
     parent = host.open_session("parent")
