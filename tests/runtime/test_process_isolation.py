@@ -174,14 +174,14 @@ def test_a_killed_worker_restarts_on_the_next_call_with_its_setup_replayed(tmp_p
         "gpt-4",
         "cl100k_base",
     )
-    engine = start_process_engine(spec, Timeouts(hook_seconds=0.5), lambda *a: None)
+    engine = start_process_engine(spec, Timeouts(hook_seconds=1.5), lambda *a: None)
     try:
         engine.update_model(model="gpt-4", context_length=10_000)
         engine.threshold_percent = 0.5
         assert (engine.context_length, engine.threshold_percent) == (10_000, 0.5)
         pid = engine.worker_pid
         with pytest.raises(CallTimeout):
-            engine.ingest(session_id="s", messages=[{"role": "user", "content": "STUCK 5"}])
+            engine.ingest(session_id="s", messages=[{"role": "user", "content": "STUCK 6"}])
         assert engine.worker_pid is None and gone(pid)
         answer = json.loads(engine.handle_tool_call(name="where", args={}))
         assert engine.restarts == 1 and answer["pid"] not in (pid, os.getpid())
