@@ -61,12 +61,36 @@ class PluginsSection(_Section):
     directory: str | None = None
 
 
+IsolationMode = Literal["thread", "process"]
+
+
+class EngineIsolation(_Section):
+    mode: IsolationMode = "thread"
+
+
+class IsolationSection(_Section):
+    """Where engine calls run: ``thread`` (default) or ``process`` (a killable worker).
+
+    A host-level table, not a key of ``[engines.<name>]``: those blocks belong to
+    the engine and are validated (or rejected) by its own ``config_model``.
+    """
+
+    mode: IsolationMode = "thread"
+    engines: dict[str, EngineIsolation] = Field(default_factory=dict)
+
+    def mode_for(self, engine: str) -> IsolationMode:
+        """``[isolation.engines.<engine>] mode``, else the table's ``mode``."""
+        entry = self.engines.get(engine)
+        return entry.mode if entry is not None else self.mode
+
+
 class CtxConfig(_Section):
     context: ContextSection = Field(default_factory=ContextSection)
     compression: CompressionSection = Field(default_factory=CompressionSection)
     summarizer: SummarizerSection = Field(default_factory=SummarizerSection)
     store: StoreSection = Field(default_factory=StoreSection)
     plugins: PluginsSection = Field(default_factory=PluginsSection)
+    isolation: IsolationSection = Field(default_factory=IsolationSection)
     engines: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 

@@ -183,10 +183,19 @@ class ContextHost:
 
         if engine is None or isinstance(engine, str):
             choice = choose_slot(engine, self.config)
+            if self._isolated(choice.name):
+                return self._resolve_in_worker(choice)
             return resolve_engine(
                 choice, self.config, make_context=self.make_context, quarantine=self.quarantine
             )
         name = _engine_name(engine)
+        if self._isolated(name):
+            raise IsolationError(
+                f'engine {name!r} is set to [isolation] mode = "process", but it was passed to '
+                "ContextHost as an instance, which runs in this process; pass its name (an entry "
+                "point or a plugins-directory engine) so the host builds it in a worker process, "
+                f'or set [isolation.engines.{name}] mode = "thread"'
+            )
         choice = SlotChoice(name, "explicit", name)  # type: ignore[arg-type]
         problems = contract_problems(engine)
         if problems:
@@ -201,6 +210,50 @@ class ContextHost:
 
             raise EngineSelectionError("; ".join(unmet))
         return ResolvedEngine(engine, name, None, False, None, choice)
+
+    def _isolated(self, name: str) -> bool:
+        """True when ``name`` runs in a worker process (never the default engine)."""
+        from .slot import DEFAULT_ENGINE
+
+        if name == DEFAULT_ENGINE or not self.config.engine_enabled(name):
+            return False
+        return self.config.config.isolation.mode_for(name) == "process"
+
+    def _resolve_in_worker(self, choice: Any) -> Any:
+        """Resolve the selected engine in a worker process; the default runs here if it fails."""
+        from .process_engine import WorkerCrashed, WorkerStartError, start_process_engine
+        from .process_worker import RemoteEngineError, WorkerSpec
+        from .slot import ResolvedEngine
+
+        spec = WorkerSpec(
+            choice, self.config, str(self.data_dir), self.counter.model, self.counter.encoding_name
+        )
+        try:
+            engine = start_process_engine(spec, self.timeouts, self._engine_service)
+        except (WorkerStartError, WorkerCrashed, RemoteEngineError, TimeoutError) as exc:
+            reason = f"its worker process could not start: {exc}"
+            log.warning("engine %r not used: %s", choice.name, reason)
+            self.quarantine.record(choice.name, "resolve", reason)
+            default = self._load_default()
+            return ResolvedEngine(default.engine, default.name, default.entry, True, reason, choice)
+        found = engine.description
+        for record in found.records:
+            self.quarantine.record(*record)
+        if found.name != choice.name:  # it fell back in the worker: the default runs here
+            engine.ctxengine_close()
+            default = self._load_default()
+            return ResolvedEngine(
+                default.engine, default.name, default.entry, True, found.reason, choice
+            )
+        return ResolvedEngine(
+            engine, found.name, found.entry, found.fallback, found.reason, choice, found.warnings
+        )
+
+    def _engine_service(self, name: str, kwargs: dict[str, Any]) -> Any:
+        """A host service called by an engine in a worker process."""
+        if name == "summarize":
+            return self._summarize(**kwargs)
+        raise ValueError(f"unknown host service {name!r}")
 
     def _load_default(self) -> Any:
         with self._lock:
@@ -428,12 +481,15 @@ class ContextHost:
         self._dispose(session.guard)
 
     def _dispose(self, guard: EngineGuard) -> None:
-        if guard.engine is self.resolved.engine or not guard.implements("dispose"):
+        if guard.engine is self.resolved.engine:
             return
         try:
-            guard.call("dispose")
+            if guard.implements("dispose"):
+                guard.call("dispose")
         except EngineFailure:
             log.exception("dispose() of a session engine failed")
+        finally:
+            guard.handle.close()
 
     def close(self) -> None:
         """End open sessions, ``dispose()`` the engines, stop the workers, close the store."""
@@ -461,6 +517,10 @@ class ContextHost:
                 self.pool.run(engine.dispose, self.timeouts.hook_seconds)
             except Exception:
                 log.exception("dispose() of engine %r failed", _engine_name(engine))
+        self._guard.handle.close()
+        closer = getattr(self.resolved.engine, "ctxengine_close", None)
+        if closer is not None:
+            closer()
         self.pool.close()
         self.store.close()
 
@@ -469,6 +529,10 @@ class ContextHost:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+class IsolationError(ValueError):
+    """An ``[isolation]`` setting cannot be honoured; the message names the fix."""
 
 
 def _engine_name(engine: object) -> str:

@@ -245,15 +245,34 @@ class Timeouts:
 
 
 class EngineHandle:
-    """One engine instance and the plugin manager its calls go through."""
+    """One engine instance and the plugin manager its calls go through.
+
+    An engine in a worker process (:mod:`.process_engine`) says which methods it
+    routes and implements (``ctxengine_routes``), times its own calls (the worker
+    is killed on timeout, so the guard calls it inline) and has a worker to stop.
+    """
 
     def __init__(self, engine: object, name: str, *, is_default: bool, observers=()) -> None:
         self.engine = engine
         self.name = name
         self.is_default = is_default
-        self.methods = routed_methods(engine)
-        self.implemented = implemented_methods(engine)
+        routes = getattr(engine, "ctxengine_routes", None)
+        if routes is None:
+            self.methods = routed_methods(engine)
+            self.implemented = implemented_methods(engine)
+        else:
+            self.methods, self.implemented = routes
+        self.self_timed = routes is not None
         self._pm = engine_plugin_manager(engine, observers, self.methods)
+
+    def close(self) -> None:
+        """Stop the engine's worker process, if it has one (quarantined or disposed)."""
+        closer = getattr(self.engine, "ctxengine_close", None) if self.self_timed else None
+        if closer is not None:
+            try:
+                closer()
+            except Exception:
+                log.exception("stopping the worker process of engine %r failed", self.name)
 
     def invoke(self, method: str, kwargs: dict[str, Any]) -> Any:
         args = dict(_spec_defaults(method))
@@ -328,7 +347,8 @@ class EngineGuard:
         if method == "compress":
             kwargs["deadline"] = time.monotonic() + timeout if timeout else None
         try:
-            return self.pool.run(_bound(handle, method, kwargs, within), timeout)
+            pool_timeout = None if handle.self_timed else timeout
+            return self.pool.run(_bound(handle, method, kwargs, within), pool_timeout)
         except SummarizerError:
             raise  # the summarizer failed for good, not the engine: no quarantine
         except Exception as exc:
@@ -364,6 +384,7 @@ class EngineGuard:
                 self.handle = self.make_default()
             except Exception as exc:
                 raise EngineFailure("default", "construct", exc) from exc
+            failed.close()
             if self.on_fallback is not None:
                 self.on_fallback(self)
 

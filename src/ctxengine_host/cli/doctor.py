@@ -1,7 +1,8 @@
 """``ctxengine doctor [--json]``: is the selected engine usable here, and if not, why.
 
 Reports the config file used, the slot and where its value came from, the
-engine resolved (and its info), the host requirement check, the tokenizer and
+engine resolved (and its info), the isolation mode it runs under (in process
+mode, that a worker process starts and builds it), the host requirement check, the tokenizer and
 whether it works offline, and quarantine records. Exit 1 when the selected
 engine cannot be used (the default runs instead, or selection is refused).
 """
@@ -91,6 +92,10 @@ def run(args: argparse.Namespace) -> int:
             )
         report["warnings"].extend(resolved.warnings)
         dispose_quietly(resolved.engine)
+    report["isolation"] = describe_isolation(loaded, choice, counter)
+    if report["isolation"]["worker"] and not report["isolation"]["worker"]["ok"]:
+        report["ok"] = False
+        report["problems"].append(f"isolation: {report['isolation']['worker']['error']}")
     report["tokenizer"] = describe_tokenizer(counter)
     if not report["tokenizer"]["works_offline"]:
         report["ok"] = False
@@ -140,6 +145,45 @@ def _status(engine: Any) -> dict[str, Any] | str:
         return f"get_status() raised {type(exc).__name__}: {exc}"
 
 
+def describe_isolation(loaded: Any, choice: Any, counter: Any) -> dict[str, Any]:
+    """The ``[isolation]`` table, the mode the selected engine runs under, a worker check."""
+    from ..slot import DEFAULT_ENGINE
+
+    table = loaded.config.isolation
+    mode = table.mode_for(choice.name) if choice.name != DEFAULT_ENGINE else "thread"
+    return {
+        "mode": table.mode,
+        "engines": {name: entry.mode for name, entry in sorted(table.engines.items())},
+        "engine": choice.name,
+        "engine_mode": mode,
+        "worker": check_worker(loaded, choice, counter) if mode == "process" else None,
+    }
+
+
+def check_worker(loaded: Any, choice: Any, counter: Any) -> dict[str, Any]:
+    """Start the engine's worker process once, as a host would, and stop it."""
+    from ..isolation import Timeouts
+    from ..paths import user_data_dir
+    from ..process_engine import start_process_engine
+    from ..process_worker import WorkerSpec
+
+    def no_services(name: str, kwargs: dict[str, Any]) -> Any:
+        raise RuntimeError("doctor's worker check offers no host services")
+
+    spec = WorkerSpec(choice, loaded, str(user_data_dir()), counter.model, counter.encoding_name)
+    started = time.perf_counter()
+    try:
+        engine = start_process_engine(spec, Timeouts(), no_services)
+    except Exception as exc:
+        return {"ok": False, "error": f"the engine's worker process failed: {exc}"}
+    startup_ms = round((time.perf_counter() - started) * 1000, 1)
+    name, pid = engine.name, engine.worker_pid
+    engine.ctxengine_close()
+    if name != choice.name:
+        return {"ok": False, "error": f"in a worker process the engine {name!r} runs instead"}
+    return {"ok": True, "error": None, "pid": pid, "startup_ms": startup_ms}
+
+
 def describe_tokenizer(counter: Any) -> dict[str, Any]:
     """The encoding in use and a real count; the counter only ever asks for offline encodings."""
     info: dict[str, Any] = {**counter.describe(), "works_offline": False, "error": None}
@@ -166,6 +210,13 @@ def print_report(report: dict[str, Any]) -> None:
             f"            {info['display_name'] or '-'}; owns_compaction={info['owns_compaction']}"
             f", turn_maintenance_mode={info['turn_maintenance_mode']}"
         )
+    iso = report["isolation"]
+    worker = iso["worker"]
+    started = (
+        f"; a worker process starts in {worker['startup_ms']} ms" if worker and worker["ok"] else ""
+    )
+    table = f"[isolation] mode = {iso['mode']}"
+    print(f"isolation:  {iso['engine_mode']} for {iso['engine']} ({table}){started}")
     req = report["host_requirements"]
     verdict = {True: "ok", False: "NOT MET", None: "not checked (no engine resolved)"}
     print(f"host reqs:  {verdict[req['ok']]}")
