@@ -167,6 +167,7 @@ def _open_session(host: ContextHost, parsed: ParsedSession) -> Session:
             f"replay-{Path(parsed.source).name}-{uuid.uuid4().hex[:8]}",
             system_prompt=parsed.system_prompt,
             tools=parsed.tools or None,
+            shape=parsed.shape,
         )
     except BudgetError as exc:
         raise ReplayInputError(f"{exc} (--context-length)") from exc

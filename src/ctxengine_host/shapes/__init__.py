@@ -43,6 +43,7 @@ __all__ = [
     "SHAPES",
     "SOURCE_FIELD",
     "Shape",
+    "ShapeConverter",
     "ShapeError",
     "ShapeReader",
     "caller_copy",
@@ -135,18 +136,37 @@ class ShapeReader:
         return out
 
 
+class ShapeConverter:
+    """Converts items of one known shape in order: ``feed`` each, then ``flush``.
+
+    Yields (position of the item, internal message) pairs; a bad item raises
+    :class:`ShapeError` saying what is wrong with it (without its position).
+    """
+
+    def __init__(self, shape: str) -> None:
+        self.shape = shape
+        self._responses = responses.ResponsesReader() if shape == "responses" else None
+
+    def feed(self, item: Any, position: int) -> list[tuple[int, Any]]:
+        if self._responses is not None:
+            return self._responses.feed(item, position)
+        if self.shape == "anthropic":
+            return [(position, m) for m in anthropic.read_anthropic(item)]
+        return [(position, normalize_chat(item))]
+
+    def flush(self) -> list[tuple[int, Any]]:
+        return self._responses.flush() if self._responses is not None else []
+
+
 def _convert(items: list[Any], shape: str) -> list[tuple[int, Any]]:
-    if shape == "responses":
-        reader = responses.ResponsesReader()
-        out = [pair for index, item in enumerate(items) for pair in reader.feed(item, index)]
-        return out + reader.flush()
-    if shape == "anthropic":
-        return [
-            (index, message)
-            for index, item in enumerate(items)
-            for message in anthropic.read_anthropic(item, index)
-        ]
-    return [(index, normalize_chat(item)) for index, item in enumerate(items)]
+    converter = ShapeConverter(shape)
+    out: list[tuple[int, Any]] = []
+    for index, item in enumerate(items):
+        try:
+            out.extend(converter.feed(item, index))
+        except ShapeError as exc:
+            raise ShapeError(f"message {index}: {exc}") from None
+    return out + converter.flush()
 
 
 def to_caller(messages: list[dict[str, Any]], shape: str | None) -> list[dict[str, Any]]:

@@ -27,11 +27,11 @@ BLOCK_TYPES = frozenset(
 DISTINCT_BLOCK_TYPES = BLOCK_TYPES - {"text"}
 
 
-def _block_type(block: Any, where: str) -> str:
+def _block_type(block: Any) -> str:
     kind = block.get("type") if isinstance(block, dict) else None
     if kind not in BLOCK_TYPES:
         raise ShapeError(
-            f"{where}: content block type {kind!r} is not supported (supported: "
+            f"content block type {kind!r} is not supported (supported: "
             f"{', '.join(sorted(BLOCK_TYPES))})"
         )
     return kind  # type: ignore[return-value]
@@ -51,10 +51,10 @@ def _media_part(block: dict[str, Any]) -> dict[str, Any]:
     return {"type": "file", "file": {"file_data": url}}
 
 
-def _blocks_to_chat(blocks: list[Any], where: str) -> Any:
+def _blocks_to_chat(blocks: list[Any]) -> Any:
     parts: list[dict[str, Any]] = []
     for block in blocks:
-        kind = _block_type(block, where)
+        kind = _block_type(block)
         if kind == "text":
             parts.append({"type": "text", "text": str(block.get("text", ""))})
         elif kind in ("image", "document"):
@@ -64,22 +64,21 @@ def _blocks_to_chat(blocks: list[Any], where: str) -> Any:
     return parts
 
 
-def read_anthropic(message: Any, index: int) -> list[Any]:
+def read_anthropic(message: Any) -> list[Any]:
     """One Anthropic message as the internal message(s) it stands for."""
     if not isinstance(message, dict) or SOURCE_FIELD in message:
         return [message]
     content = message.get("content")
     role = message.get("role")
-    where = f"message {index}"
     if role not in ("user", "assistant"):
-        raise ShapeError(f"{where}: an Anthropic message has role user or assistant, not {role!r}")
+        raise ShapeError(f"an Anthropic message has role user or assistant, not {role!r}")
     if isinstance(content, str):
         return [message]
     if not isinstance(content, list):
-        raise ShapeError(f"{where}: 'content' must be a string or a list of content blocks")
+        raise ShapeError("'content' must be a string or a list of content blocks")
     if role == "assistant":
         out: Message = {"role": "assistant", "content": None}
-        text_blocks = [b for b in content if _block_type(b, where) != "tool_use"]
+        text_blocks = [b for b in content if _block_type(b) != "tool_use"]
         calls = [
             {
                 "id": b.get("id"),
@@ -92,23 +91,23 @@ def read_anthropic(message: Any, index: int) -> list[Any]:
             for b in content
             if b["type"] == "tool_use"
         ]
-        text = _blocks_to_chat(text_blocks, where)
+        text = _blocks_to_chat(text_blocks)
         out["content"] = text if text or not calls else None
         if calls:
             out["tool_calls"] = calls
         copy_timestamp(message, out)
         return [with_source(out, "anthropic", item=message, part=0, parts=1)]
-    results = [b for b in content if _block_type(b, where) == "tool_result"]
+    results = [b for b in content if _block_type(b) == "tool_result"]
     rest = [b for b in content if b["type"] != "tool_result"]
     made: list[Message] = []
     for block in results:
         if not isinstance(block.get("tool_use_id"), str):
-            raise ShapeError(f"{where}: a tool_result block needs a string 'tool_use_id'")
+            raise ShapeError("a tool_result block needs a string 'tool_use_id'")
         inner = block.get("content", "")
-        body = _blocks_to_chat(inner, where) if isinstance(inner, list) else inner
+        body = _blocks_to_chat(inner) if isinstance(inner, list) else inner
         made.append({"role": "tool", "tool_call_id": block["tool_use_id"], "content": body})
     if rest or not made:
-        made.append({"role": "user", "content": _blocks_to_chat(rest, where)})
+        made.append({"role": "user", "content": _blocks_to_chat(rest)})
     for part, out in enumerate(made):
         copy_timestamp(message, out)
         with_source(out, "anthropic", item=message, part=part, parts=len(made))

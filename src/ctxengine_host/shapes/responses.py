@@ -22,7 +22,7 @@ PART_TYPES = frozenset({"input_text", "output_text", "input_image", "input_file"
 _EASY_FIELDS = frozenset({"role", "content", "timestamp"})
 
 
-def _parts_to_chat(content: Any, where: str) -> tuple[Any, str | None]:
+def _parts_to_chat(content: Any) -> tuple[Any, str | None]:
     """Responses content -> (chat content, refusal text or None)."""
     if not isinstance(content, list):
         return content, None
@@ -46,7 +46,7 @@ def _parts_to_chat(content: Any, where: str) -> tuple[Any, str | None]:
             parts.append({"type": "input_audio", "input_audio": part.get("input_audio")})
         else:
             raise ShapeError(
-                f"{where}: content part type {kind!r} is not a Responses input part "
+                f"content part type {kind!r} is not a Responses input part "
                 "(input_text, output_text, input_image, input_file, refusal)"
             )
     if parts and all(p["type"] == "text" for p in parts):
@@ -71,14 +71,13 @@ class ResponsesReader:
         if not isinstance(item, dict) or SOURCE_FIELD in item:
             return [*self.flush(), (index, item)]
         kind = item.get("type") or ("message" if "role" in item else None)
-        where = f"item {index}"
         if kind == "reasoning":
             self._join(item, index)
             return []
         if kind == "function_call":
             for key in ("call_id", "name"):
                 if not isinstance(item.get(key), str) or not item[key]:
-                    raise ShapeError(f"{where}: a function_call item needs a string '{key}'")
+                    raise ShapeError(f"a function_call item needs a string '{key}'")
             self._join(item, index)
             self._calls.append(
                 {
@@ -89,26 +88,30 @@ class ResponsesReader:
             )
             return []
         if kind == "message" and item.get("role") == "assistant":
+            text, refusal = _parts_to_chat(item.get("content"))
             out = self.flush() if self._text is not None or self._calls else []
             self._join(item, index)
-            self._text, self._refusal = _parts_to_chat(item.get("content"), where)
+            self._text, self._refusal = text, refusal
             return out
-        out = self.flush()
+        message = self._single(item, kind)  # checked before the open group is closed
+        return [*self.flush(), (index, copy_timestamp(item, message))]
+
+    def _single(self, item: dict[str, Any], kind: Any) -> Message:
+        """The message of an item that stands alone: a non-assistant message, a call output."""
         if kind == "message":
-            content, _ = _parts_to_chat(item.get("content"), where)
+            content, _ = _parts_to_chat(item.get("content"))
             message = {"role": item.get("role"), "content": content}
             if not (set(item) <= _EASY_FIELDS and isinstance(item.get("content"), str)):
                 with_source(message, "responses", items=[item])
-            return [*out, (index, copy_timestamp(item, message))]
+            return message
         if kind == "function_call_output":
             if not isinstance(item.get("call_id"), str):
-                raise ShapeError(f"{where}: a function_call_output item needs a string 'call_id'")
-            content, _ = _parts_to_chat(item.get("output", ""), where)
+                raise ShapeError("a function_call_output item needs a string 'call_id'")
+            content, _ = _parts_to_chat(item.get("output", ""))
             message = {"role": "tool", "tool_call_id": item["call_id"], "content": content}
-            with_source(message, "responses", items=[item])
-            return [*out, (index, copy_timestamp(item, message))]
+            return with_source(message, "responses", items=[item])
         raise ShapeError(
-            f"{where}: Responses item type {kind!r} is not supported (supported: "
+            f"Responses item type {kind!r} is not supported (supported: "
             f"{', '.join(sorted(ITEM_TYPES))}); convert it to a message or function_call item"
         )
 
