@@ -76,14 +76,6 @@ def detect_shape(item: Any) -> Shape | None:
     source = item.get(SOURCE_FIELD)
     if isinstance(source, dict) and source.get("shape") in SHAPES:
         return source["shape"]
-    if ("type" in item and "role" not in item) or item.get("type") in responses.ITEM_TYPES:
-        return "responses"
-    if (
-        item.get("role") in ("tool", "function")
-        or item.get("tool_calls")
-        or item.get("function_call")
-    ):
-        return "chat"
     content = item.get("content")
     if isinstance(content, list):
         kinds = {p.get("type") for p in content if isinstance(p, dict)}
@@ -93,6 +85,16 @@ def detect_shape(item: Any) -> Shape | None:
             return "responses"
         if kinds & _CHAT_ONLY_PARTS:
             return "chat"
+    if item.get("type") == "message" and ("stop_reason" in item or "model" in item):
+        return "anthropic"  # an Anthropic response object, dumped whole
+    if ("type" in item and "role" not in item) or item.get("type") in responses.ITEM_TYPES:
+        return "responses"
+    if (
+        item.get("role") in ("tool", "function")
+        or item.get("tool_calls")
+        or item.get("function_call")
+    ):
+        return "chat"
     return None
 
 

@@ -152,7 +152,10 @@ def to_anthropic(messages: list[Message]) -> tuple[str | None, list[dict[str, An
                         "input": _arguments(fn.get("arguments")),
                     }
                 )
-            out.append({"role": "assistant", "content": blocks})
+            plain = isinstance(message.get("content"), str) and not message.get("tool_calls")
+            out.append({"role": "assistant", "content": message["content"] if plain else blocks})
+        elif isinstance(message.get("content"), str) and not (out and out[-1]["role"] == "user"):
+            out.append({"role": "user", "content": message["content"]})
         else:
             _append_user_blocks(out, _content_to_blocks(message.get("content")))
         i += 1
@@ -179,7 +182,8 @@ def _intact_original(messages: list[Message], i: int) -> dict[str, Any] | None:
 
 
 def _sendable(item: dict[str, Any]) -> dict[str, Any]:
-    out = {k: v for k, v in item.items() if k != "timestamp"}
+    """The request fields of a stored Anthropic message (a dumped response has more)."""
+    out = {"role": item["role"], "content": item.get("content")}
     if isinstance(out.get("content"), list):
         out["content"] = list(out["content"])  # later tool results may be appended
     return out
@@ -187,8 +191,10 @@ def _sendable(item: dict[str, Any]) -> dict[str, Any]:
 
 def _append_user_blocks(out: list[dict[str, Any]], blocks: list[dict[str, Any]]) -> None:
     """Tool results and the user text after them share one user message, as Anthropic wants."""
-    if out and out[-1]["role"] == "user" and isinstance(out[-1]["content"], list):
-        out[-1]["content"].extend(blocks)
+    if out and out[-1]["role"] == "user":
+        last = out[-1]["content"]
+        head = [{"type": "text", "text": last}] if isinstance(last, str) else list(last)
+        out[-1] = {"role": "user", "content": head + blocks}
     else:
         out.append({"role": "user", "content": list(blocks)})
 
