@@ -38,6 +38,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument("file", metavar="FILE", help="session file (.jsonl, .json, .gz)")
     add_run_options(parser)
     parser.add_argument("--probes", metavar="PATH", help="probe file (default: NAME.probes.json)")
+    parser.add_argument(
+        "--from",
+        dest="source_format",
+        metavar="FORMAT",
+        help="read FILE as another tool's transcript (the formats of `ctxengine convert`)",
+    )
     parser.add_argument("--out", metavar="DIR", help="keep the store and write reports here")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument(
@@ -64,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
         config_path=args.config,
         probes_path=args.probes,
         out_dir=args.out,
+        source_format=args.source_format,
     )
     try:
         report = replay_file(args.file, options, ProgressBar(f"replay {Path(args.file).name}"))

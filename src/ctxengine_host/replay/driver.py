@@ -48,6 +48,8 @@ class ReplayOptions:
     config_path: str | None = None
     probes_path: str | None = None
     out_dir: str | None = None
+    #: Read the file with this importer (``ctxengine convert --from`` formats) first.
+    source_format: str | None = None
 
 
 def replay_file(
@@ -55,7 +57,7 @@ def replay_file(
 ) -> ReplayReport:
     """Replay the session at ``path``; raises ReplayInputError on bad input."""
     try:
-        session = load_session(path)
+        session = _load(path, options.source_format)
         probes = _load_probes(path, session, options.probes_path)
     except SessionFileError as exc:
         raise ReplayInputError(str(exc)) from exc
@@ -65,6 +67,26 @@ def replay_file(
         return _replay(session, probes, options, store_dir / "transcripts.db", progress)
     with tempfile.TemporaryDirectory(prefix="ctxengine-replay-") as tmp:
         return _replay(session, probes, options, Path(tmp) / "transcripts.db", progress)
+
+
+def _load(path: str | Path, source_format: str | None) -> ParsedSession:
+    """The session file, or another tool's transcript through its importer."""
+    if source_format is None:
+        return load_session(path)
+    from ..importers import TranscriptError, import_file
+    from ..sessionfile import parse_session
+
+    try:
+        imported = import_file(path, source_format)
+    except TranscriptError as exc:
+        raise ReplayInputError(str(exc)) from exc
+    parsed = parse_session(imported.to_jsonl(Path(path).name), str(path))
+    if parsed.errors:
+        shown = "\n".join(p.render(str(path)) for p in parsed.errors[:10])
+        raise ReplayInputError(
+            f"{path} (as {source_format}) converts to an invalid session:\n{shown}"
+        )
+    return parsed
 
 
 def _load_probes(path: str | Path, session: ParsedSession, explicit: str | None) -> list[Probe]:
