@@ -115,9 +115,10 @@ def mini_samples(out: Path) -> None:
     }
     text_model = DeterministicModel(
         outputs=[
-            make_output("Look first.\n```mswea_bash_command\necho port=46942\n```", [
-                {"command": "echo port=46942"}
-            ]),
+            make_output(
+                "Look first.\n```mswea_bash_command\necho port=46942\n```",
+                [{"command": "echo port=46942"}],
+            ),
             make_output(f"Submit.\n```mswea_bash_command\n{submit}\n```", [{"command": submit}]),
         ]
     )

@@ -63,6 +63,10 @@ def read(text: str) -> Imported:
         content = message.get("content")
         if isinstance(content, list):
             content = _blocks(content, USER_BLOCKS, imported)
+        last = imported.messages[-1] if imported.messages else None
+        if last is not None and last["role"] == "user":  # one line per tool result: rejoin
+            last["content"] = _results_first(_as_blocks(last["content"]) + _as_blocks(content))
+            continue
         imported.messages.append(
             {"role": "user", "content": content, "timestamp": line.get("timestamp")}
         )
@@ -82,6 +86,16 @@ def _chain(last: dict[str, Any], by_uuid: dict[str, dict[str, Any]]) -> set[int]
         parent = node.get("parentUuid") or node.get("logicalParentUuid")
         node = by_uuid.get(parent) if isinstance(parent, str) else None
     return seen
+
+
+def _as_blocks(content: Any) -> list[Any]:
+    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+
+
+def _results_first(blocks: list[Any]) -> list[Any]:
+    """Anthropic wants a user message's tool_result blocks before its other blocks."""
+    results = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
+    return results + [b for b in blocks if b not in results]
 
 
 def _blocks(content: Any, allowed: frozenset[str], imported: Imported) -> list[Any]:
