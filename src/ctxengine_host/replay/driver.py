@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..probes import Probe, load_probes
 from ..sessionfile import ParsedSession, SessionFileError, Turn, load_session, probes_path_for
-from .model import ReplayReport, TurnRow
+from .model import CallRow, ReplayReport, TurnRow
 from .probing import evaluate_probes
 
 if TYPE_CHECKING:
@@ -164,6 +164,7 @@ def _replay(
         turns = parsed.turns()
         with _open_session(host, parsed) as session:
             runner = _Runner(host, session, parsed)
+            runner.calls = report.calls
             for turn in turns:
                 report.turns.append(runner.play(turn))
                 if progress:
@@ -225,6 +226,7 @@ class _Runner:
         self.last_request: ProviderRequest | None = None
         self.was_quarantined = False
         self.raw_tokens = _base_tokens(host, parsed)
+        self.calls: list[CallRow] = []
 
     def play(self, turn: Turn) -> TurnRow:
         started = time.perf_counter()
@@ -282,8 +284,29 @@ class _Runner:
         row.raw_capped_tokens += min(self.raw_tokens, self.context_length)
         if tokens > self.context_length or request.conversation_tokens > request.budget_tokens:
             row.within_budget = False
+        self._record_call(row, request, retries)
         self.last_request = request
         return request
+
+    def _record_call(self, row: TurnRow, request: ProviderRequest, retries: int) -> None:
+        tokens = int(request.estimated_tokens)
+        before = self.calls[-1].cumulative_sent_tokens if self.calls else 0
+        self.calls.append(
+            CallRow(
+                call=len(self.calls) + 1,
+                turn=row.turn,
+                request_tokens=tokens,
+                conversation_tokens=int(request.conversation_tokens),
+                budget_tokens=int(request.budget_tokens),
+                messages_sent=len(request.messages),
+                cumulative_sent_tokens=before + tokens,
+                compacted=bool(request.compacted),
+                selected=bool(request.selected),
+                substituted=bool(request.substituted),
+                overflow_retries=retries,
+                within_window=tokens <= self.context_length,
+            )
+        )
 
     def final_request(self) -> ProviderRequest | None:
         """The context the next provider call would see, for the probe checks."""
