@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from pg.fixtures import pg_database  # noqa: F401  (fixture)
 
 from ctxengine_host.config import CompressionSection, CtxConfig, LoadedConfig
 from ctxengine_host.engine import ContextEngine

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 from anthropic.types import Message, TextBlock, ThinkingBlock, ToolUseBlock, Usage
+from pg.fixtures import fresh_schema_url
 
 from ctxengine_host.validity import ValidityError
 
@@ -118,3 +119,15 @@ def test_unknown_block_types_are_named(make_host):
     session = make_host().open_session("s", shape="anthropic")
     with pytest.raises(ValidityError, match="block type 'mystery' is not supported"):
         session.add_messages([{"role": "user", "content": [{"type": "mystery"}]}])
+
+
+@pytest.mark.postgres
+def test_originals_survive_the_postgresql_store_and_a_restart(make_host, pg_database):
+    store = fresh_schema_url(pg_database)
+    with make_host(store_path=store).open_session("s", system_prompt="Be careful.") as session:
+        given = play(session)
+    again = make_host(store_path=store).open_session("s")
+    assert again.shape == "anthropic"
+    assert again.messages_in_shape() == given
+    expected = [{"role": m["role"], "content": m["content"]} for m in given]
+    assert again.build_request().provider_kwargs()["messages"] == expected

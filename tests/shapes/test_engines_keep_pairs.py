@@ -4,6 +4,7 @@ requests whose calls and results still pair the way those APIs demand."""
 from __future__ import annotations
 
 import pytest
+from pg.fixtures import fresh_schema_url
 
 from ctxengine_host.config import CompressionSection, CtxConfig, LoadedConfig
 from ctxengine_host.host import ContextHost
@@ -52,15 +53,25 @@ def responses_problems(items: list[dict]) -> list[str]:
     return problems + [f"unanswered {c}" for c in sorted(called - answered)]
 
 
-def host_for(engine: str, tmp_path) -> ContextHost:
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def backend(request, tmp_path) -> dict:
+    """Where the transcripts and LCM's history live: SQLite files, or fresh PG schemas."""
+    if request.param == "sqlite":
+        return {"store": tmp_path / "t.db", "lcm": str(tmp_path / "lcm.db")}
+    database = request.getfixturevalue("pg_database")
+    return {"store": fresh_schema_url(database), "lcm": fresh_schema_url(database)}
+
+
+def host_for(engine: str, tmp_path, backend: dict) -> ContextHost:
     cfg = CtxConfig(compression=CompressionSection(hook_timeout_seconds=30))
     cfg.context.reserve_output_tokens = 256
+    cfg.engines = {"lcm": {"database": backend["lcm"]}}
     return ContextHost(
         engine,
         model="gpt-4",
         context_length=6_000,
         config=LoadedConfig(config=cfg),
-        store_path=tmp_path / "t.db",
+        store_path=backend["store"],
         data_dir=tmp_path / "data",
         observers=[],
     )
@@ -76,8 +87,11 @@ def big(message: dict) -> dict:
 
 
 @pytest.mark.parametrize("engine", ["legacy", "lcm"])
-def test_anthropic_pairs_survive_compaction(engine, tmp_path):
-    with host_for(engine, tmp_path) as host, host.open_session("s", shape="anthropic") as session:
+def test_anthropic_pairs_survive_compaction(engine, tmp_path, backend):
+    with (
+        host_for(engine, tmp_path, backend) as host,
+        host.open_session("s", shape="anthropic") as session,
+    ):
         session.add_messages([{"role": "user", "content": "refactor everything"}])
         compacted = False
         for n in range(30):
@@ -99,8 +113,11 @@ def test_anthropic_pairs_survive_compaction(engine, tmp_path):
 
 
 @pytest.mark.parametrize("engine", ["legacy", "lcm"])
-def test_responses_pairs_survive_compaction(engine, tmp_path):
-    with host_for(engine, tmp_path) as host, host.open_session("s", shape="responses") as session:
+def test_responses_pairs_survive_compaction(engine, tmp_path, backend):
+    with (
+        host_for(engine, tmp_path, backend) as host,
+        host.open_session("s", shape="responses") as session,
+    ):
         session.add_messages([{"role": "user", "content": "refactor everything"}])
         for n in range(30):
             request = session.build_request()
