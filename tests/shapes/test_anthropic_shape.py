@@ -131,3 +131,12 @@ def test_originals_survive_the_postgresql_store_and_a_restart(make_host, pg_data
     assert again.messages_in_shape() == given
     expected = [{"role": m["role"], "content": m["content"]} for m in given]
     assert again.build_request().provider_kwargs()["messages"] == expected
+
+
+def test_a_resent_message_with_its_uid_is_a_retry(make_host):
+    session = make_host().open_session("s")
+    first = {"role": "user", "content": [{"type": "text", "text": "go"}], "message_uid": "u-1"}
+    session.add_messages([first])
+    session.add_messages([first])  # a gateway re-sending the turn after a crash
+    assert len(session.messages()) == 1
+    assert session.messages()[0]["message_uid"] == "u-1"

@@ -16,7 +16,7 @@ import json
 from typing import Any
 
 from .chat import SOURCE_FIELD
-from .common import ShapeError, copy_timestamp, source_of, with_source
+from .common import ShapeError, copy_timestamp, copy_uid, source_of, with_source
 
 Message = dict[str, Any]
 
@@ -96,7 +96,7 @@ def read_anthropic(message: Any) -> list[Any]:
         if calls:
             out["tool_calls"] = calls
         copy_timestamp(message, out)
-        return [with_source(out, "anthropic", item=message, part=0, parts=1)]
+        return [copy_uid(message, with_source(out, "anthropic", item=message, part=0, parts=1))]
     results = [b for b in content if _block_type(b) == "tool_result"]
     rest = [b for b in content if b["type"] != "tool_result"]
     made: list[Message] = []
@@ -111,6 +111,7 @@ def read_anthropic(message: Any) -> list[Any]:
     for part, out in enumerate(made):
         copy_timestamp(message, out)
         with_source(out, "anthropic", item=message, part=part, parts=len(made))
+    copy_uid(message, made[0])
     return made
 
 

@@ -47,3 +47,10 @@ def copy_timestamp(item: Any, message: Message) -> Message:
     if isinstance(item, dict) and item.get("timestamp") is not None:
         message["timestamp"] = item["timestamp"]
     return message
+
+
+def copy_uid(item: Any, message: Message) -> Message:
+    """Carry the caller's ``message_uid`` over, so a re-sent item is seen as a retry."""
+    if isinstance(item, dict) and isinstance(item.get("message_uid"), str):
+        message["message_uid"] = item["message_uid"]
+    return message

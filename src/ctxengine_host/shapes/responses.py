@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from .chat import SOURCE_FIELD
-from .common import ShapeError, copy_timestamp, source_of, with_source
+from .common import ShapeError, copy_timestamp, copy_uid, source_of, with_source
 
 Message = dict[str, Any]
 
@@ -94,7 +94,7 @@ class ResponsesReader:
             self._text, self._refusal = text, refusal
             return out
         message = self._single(item, kind)  # checked before the open group is closed
-        return [*self.flush(), (index, copy_timestamp(item, message))]
+        return [*self.flush(), (index, copy_uid(item, copy_timestamp(item, message)))]
 
     def _single(self, item: dict[str, Any], kind: Any) -> Message:
         """The message of an item that stands alone: a non-assistant message, a call output."""
@@ -134,6 +134,7 @@ class ResponsesReader:
         items = self._items
         copy_timestamp(items[0], message)
         with_source(message, "responses", items=items)
+        copy_uid(items[0], message)
         out = [(self._first, message)]
         self._reset()
         return out
