@@ -20,6 +20,7 @@ timed "wheelhouse" bash scripts/build-wheelhouse.sh "$CTXENGINE_WHEELHOUSE"
 # Framework environments (one line each): scripts/framework-env.sh NAME builds
 # .envs/NAME once from the package index; the integration tests use it.
 timed "framework env agents" bash scripts/framework-env.sh agents
+timed "framework env importers" bash scripts/framework-env.sh importers
 
 start=$(date +%s)
 set +e

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from .fallback import keep_newest_that_fit
 from .isolation import SKIPPED
-from .messages import strip_persistence_fields
 from .models import AssembleResult
 from .tokens import REPLY_PRIMER_TOKENS
 from .turns import ProviderRequest
@@ -57,8 +56,11 @@ class RequestAssembler:
             budget_tokens=session.budget_tokens,
             precheck_tokens=conversation,
         )
+        if session.shape not in (None, "chat"):
+            request.originals = session.head + [e.message for e in live.entries]
         if session.guard.implements("select_context"):
             request = self._select(request)
+        request.shape = session.shape or "chat"
         request.over_budget = request.precheck_tokens > session.budget_tokens
         return request
 
@@ -112,7 +114,7 @@ class RequestAssembler:
             kept = self._without_own_system_prompt(selected)
             # Counted before stripping: uids and digests find the cached counts.
             conversation = session.live.count(kept) + REPLY_PRIMER_TOKENS
-            wire = [strip_persistence_fields(m) for m in kept]
+            wire = [session.live.provider_copy(m) for m in kept]
         else:  # an addition alone: the default request's messages, already counted
             wire = request.messages[len(session.head) :]
             conversation = request.conversation_tokens
@@ -148,7 +150,24 @@ class RequestAssembler:
             selected=True,
             system_prompt_addition=addition,
             prompt_authority=authority,
+            originals=self._originals(request, head, kept if selected else None, wire),
         )
+
+    def _originals(
+        self,
+        request: ProviderRequest,
+        head: list[Message],
+        kept: list[Message] | None,
+        wire: list[Message],
+    ) -> list[Message] | None:
+        """The internal messages behind a selected request (non-chat shapes only)."""
+        if request.originals is None:
+            return None
+        if kept is None:  # an addition alone: the default request's messages
+            kept = request.originals[len(self.session.head) :]
+        if not head and wire and kept:  # the addition went into the first system message
+            kept = [wire[0], *kept[1:]]
+        return [*head, *kept]
 
     def _without_own_system_prompt(self, selected: list[Message]) -> list[Message]:
         """The selection minus the copy of the session's system prompt the engine received.
@@ -186,7 +205,7 @@ class RequestAssembler:
                 body, budget - REPLY_PRIMER_TOKENS, counter.count_messages
             )
         conversation = session.live.count(compacted) + REPLY_PRIMER_TOKENS
-        wire = [strip_persistence_fields(m) for m in compacted]
+        wire = [session.live.provider_copy(m) for m in compacted]
         head = request.messages[:head_len]
         return ProviderRequest(
             messages=[*head, *wire],
@@ -200,6 +219,7 @@ class RequestAssembler:
             system_prompt_addition=request.system_prompt_addition,
             prompt_authority=request.prompt_authority,
             substituted=True,
+            shape=request.shape,
         )
 
 

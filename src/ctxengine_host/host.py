@@ -32,6 +32,7 @@ from .pg_quarantine import quarantine_log_for
 from .plugins import LoadedPlugins, load_plugins, summarizer_plugin_manager
 from .quarantine import QuarantineLog
 from .session import Session
+from .shapes import check_shape
 from .signatures import call_declared, missing_required
 from .store import ToolCallPairing, TranscriptStore, open_store, stamp_identities
 from .summarizer import SummarizerService
@@ -383,9 +384,22 @@ class ContextHost:
         *,
         system_prompt: str | None = None,
         tools: list[dict[str, Any]] | None = None,
+        shape: str | None = None,
+        send_unknown_fields: bool = False,
     ) -> Session:
-        """Start a session, or resume a stored one (its live view, uids and turn count)."""
-        return self._open(session_id, system_prompt=system_prompt, tools=tools)
+        """Start a session, or resume a stored one (its live view, uids and turn count).
+
+        ``shape`` declares the message shape (``chat``, ``responses``, ``anthropic``;
+        None: detected); ``send_unknown_fields`` lets fields no API defines reach the
+        provider (docs/session-format.md, "Message shapes").
+        """
+        return self._open(
+            session_id,
+            system_prompt=system_prompt,
+            tools=tools,
+            shape=check_shape(shape),
+            send_unknown_fields=send_unknown_fields,
+        )
 
     def _open(
         self,
@@ -395,6 +409,8 @@ class ContextHost:
         tools: list[dict[str, Any]] | None,
         parent: Session | None = None,
         fork_from: list[dict[str, Any]] | None = None,
+        shape: str | None = None,
+        send_unknown_fields: bool = False,
     ) -> Session:
         if self._closed:
             raise RuntimeError("this ContextHost is closed; create a new one")
@@ -434,6 +450,8 @@ class ContextHost:
                 stored_count=self.store.count_rows(session_id),
                 turn_index=row.turn_index,
                 parent=parent,
+                shape=shape,
+                send_unknown_fields=send_unknown_fields,
             )
             guard.on_fallback = session._on_fallback
             session._start()

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .messages import strip_persistence_fields
+from .shapes import provider_copy
 from .store import StoredMessage, ToolCallPairing
 from .tokens import TokenCounter, message_digest
 from .validity import SequenceState
@@ -44,9 +45,12 @@ class LiveView:
     is what lets a :class:`MessagesView` snapshot it in O(1).
     """
 
-    def __init__(self, counter: TokenCounter, *, strict_alternation: bool) -> None:
+    def __init__(
+        self, counter: TokenCounter, *, strict_alternation: bool, send_unknown_fields: bool = False
+    ) -> None:
         self.counter = counter
         self.strict_alternation = strict_alternation
+        self.send_unknown_fields = send_unknown_fields
         self.entries: list[LiveEntry] = []
         self.wire: list[Message] = []  # provider copies of the entries, kept in step
         self.tokens = 0
@@ -74,12 +78,15 @@ class LiveView:
 
     def entry(self, row_id: int, message: Message, digest: str) -> LiveEntry:
         """A live entry for a stored row: its provider copy and cached token count."""
-        wire = strip_persistence_fields(message)
-        if wire is message:
-            wire = dict(message)
+        wire = self.provider_copy(message)
         key = message.get("message_uid") or f"row:{row_id}"
         tokens = self.counter.count_message_version(wire, key, digest)
         return LiveEntry(row_id, message, wire, tokens, digest)
+
+    def provider_copy(self, message: Message) -> Message:
+        """What a provider receives of ``message`` (``shapes.provider_copy``, this session's
+        choice about unknown fields)."""
+        return provider_copy(message, send_unknown=self.send_unknown_fields)
 
     def extend(self, entries: list[LiveEntry]) -> None:
         """Append entries already stored (state and pairing are the caller's to advance)."""
@@ -129,7 +136,9 @@ class LiveView:
         """
         uid = message.get("message_uid")
         entry = self._by_uid.get(uid) if isinstance(uid, str) else None
-        if entry is not None and strip_persistence_fields(message) == entry.wire:
+        if entry is not None and strip_persistence_fields(message) == strip_persistence_fields(
+            entry.message
+        ):
             return entry
         return None
 

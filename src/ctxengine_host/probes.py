@@ -14,14 +14,58 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from .messages import content_text
 from .sessionfile import (
     FORMAT_VERSION,
     ParsedSession,
     Problem,
     SessionFileError,
-    message_text,
     read_text,
 )
+
+
+def message_pieces(message: dict[str, Any]) -> list[str]:
+    """The decoded texts a message holds: its content, each tool call's name and the string
+    values of its arguments, and the strings inside content that is itself JSON text.
+
+    Answers are matched against these, never against JSON-escaped text: an answer with a
+    quote, a backslash or a non-ASCII letter is written escaped inside ``arguments``.
+    """
+    pieces = [content_text(message)]
+    pieces += _json_strings(pieces[0])
+    for call in message.get("tool_calls") or ():
+        fn = call.get("function") if isinstance(call, dict) else None
+        if isinstance(fn, dict):
+            pieces.append(str(fn.get("name", "")))
+            arguments = fn.get("arguments", "")
+            pieces += _json_strings(arguments) or [str(arguments)]
+    return [p for p in pieces if p]
+
+
+def searchable_text(message: dict[str, Any]) -> str:
+    """:func:`message_pieces` joined: what a probe answer is looked for in."""
+    return "\n".join(message_pieces(message))
+
+
+def _json_strings(text: Any) -> list[str]:
+    """The string values inside ``text`` when it is a JSON object or array, else []."""
+    if not isinstance(text, str) or text.lstrip()[:1] not in ("{", "["):
+        return []
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return []
+    out: list[str] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            out.append(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return out
 
 
 @dataclass(frozen=True)
@@ -122,7 +166,7 @@ def _check_one(
             f"message_index {index} is outside the session ({len(session.messages)} "
             "messages); the probe file belongs to another session"
         )
-    if answer not in message_text(session.messages[index]):
+    if answer not in searchable_text(session.messages[index]):
         return None, (
             f"answer {answer!r} is not in message {index} (line {session.lines[index]}); "
             "the probe file belongs to another session or the session was edited"

@@ -32,6 +32,7 @@ from .live import LiveEntry, LiveView
 from .maintenance import Maintenance
 from .messages import strip_persistence_fields
 from .models import RuntimeSettings
+from .shapes import ShapeError, ShapeReader, timestamp_problem, to_caller, unknown_fields
 from .store import StoredMessage, stamp_identities
 from .subagents import notify_child_ended, spawn_subagent
 from .tokens import message_digest
@@ -92,6 +93,8 @@ class Session:
         stored_count: int,
         turn_index: int,
         parent: Session | None = None,
+        shape: str | None = None,
+        send_unknown_fields: bool = False,
     ) -> None:
         self.host = host
         self.session_id = session_id
@@ -101,7 +104,14 @@ class Session:
         self.caller_tools = tools
         self.stored_count = stored_count
         self.turn_stats = TurnStats()
-        self.live = LiveView(host.counter, strict_alternation=host.strict_alternation)
+        self.live = LiveView(
+            host.counter,
+            strict_alternation=host.strict_alternation,
+            send_unknown_fields=send_unknown_fields,
+        )
+        self._shapes = ShapeReader(shape)  # type: ignore[arg-type]
+        self._shapes.observe(row.message for row in stored)
+        self._unknown_seen: set[str] = set()
         self._lock = threading.RLock()
         self._depth = 0
         self._busy_since = 0.0
@@ -262,6 +272,43 @@ class Session:
         return self.live.messages()
 
     @property
+    def shape(self) -> str | None:
+        """The session's message shape (``chat``, ``responses``, ``anthropic``), None until
+        declared or seen."""
+        return self._shapes.shape
+
+    def messages_in_shape(self) -> list[Message]:
+        """The live view in the session's shape, as the caller gave it (unknown fields and
+        timestamps included, uids not)."""
+        return to_caller(self.live.messages(), self.shape)
+
+    def _read_input(self, items: list[Any]) -> list[Any]:
+        """Input in the session's shape -> internal messages (docs/session-format.md)."""
+        try:
+            converted = [m for _, m in self._shapes.read(items)]
+        except ShapeError as exc:
+            raise ValidityError(str(exc)) from None
+        fresh: set[str] = set()
+        for index, message in enumerate(converted):
+            if not isinstance(message, dict):
+                continue
+            problem = timestamp_problem(message)
+            if problem:
+                raise ValidityError(f"message {index}: {problem}")
+            fresh.update(unknown_fields(message))
+        fresh -= self._unknown_seen
+        if fresh:
+            self._unknown_seen |= fresh
+            action = "sent" if self.live.send_unknown_fields else "kept, not sent to the provider"
+            log.warning(
+                "session %s: unknown message field(s) %s: %s",
+                self.session_id,
+                ", ".join(sorted(fresh)),
+                action,
+            )
+        return converted
+
+    @property
     def turn_index(self) -> int:
         return self._turn_index
 
@@ -285,7 +332,7 @@ class Session:
                     "add_messages() takes a list of message dicts; wrap a single message "
                     "in a list, or use add_user_message(text)"
                 )
-            batch = list(messages) if not isinstance(messages, list) else messages
+            batch = self._read_input(list(messages))
             if repair_input:
                 batch = repair(batch, state=self.live.state)
             self._append(batch, origin="input")
@@ -297,10 +344,19 @@ class Session:
         self.add_messages([{"role": "user", "content": text}])
 
     def record_tool_results(self, messages: Iterable[Message]) -> None:
-        """Commit tool results answering the last assistant message's calls."""
-        batch = list(messages)
+        """Commit tool results answering the last assistant message's calls.
+
+        In the ``anthropic`` shape this is the user message of ``tool_result`` blocks
+        (text blocks after them are kept as a user message); in ``responses`` the
+        ``function_call_output`` items.
+        """
+        batch = self._read_input(list(messages))
         for index, message in enumerate(batch):
-            if isinstance(message, dict) and message.get("role") != "tool":
+            if (
+                isinstance(message, dict)
+                and message.get("role") != "tool"
+                and not _rides_with_tool_results(message)
+            ):
                 raise ValidityError(
                     f"tool result {index} has role {message.get('role')!r}; tool results "
                     "have role 'tool' and a 'tool_call_id'"
@@ -412,8 +468,7 @@ class Session:
         """
         with self._working():
             self._check_open()
-            if isinstance(assistant_message, dict) and "role" not in assistant_message:
-                assistant_message = {"role": "assistant", **assistant_message}
+            assistant_message = self._read_response(assistant_message)
             problem = message_problem(assistant_message, len(self.live))
             if problem is None and assistant_message.get("role") != "assistant":
                 problem = (
@@ -436,6 +491,20 @@ class Session:
             flag = self.engine_call("should_compress", prompt_tokens=usage["prompt_tokens"])
             if self._as_flag("should_compress", flag):
                 self._record_event(self.turn_stats.compactions, self._compactor.run("threshold"))
+
+    def _read_response(self, reply: Any) -> Any:
+        """A provider answer in the session's shape (a Responses output list, an Anthropic
+        message, a chat message without role) as one internal assistant message."""
+        if isinstance(reply, dict) and "role" not in reply and "type" not in reply:
+            reply = {"role": "assistant", **reply}
+        items = reply if isinstance(reply, list) else [reply]
+        converted = self._read_input(items)
+        if len(converted) != 1:
+            raise ValidityError(
+                f"record_response() takes one assistant answer; this one makes "
+                f"{len(converted)} messages (record tool results with record_tool_results())"
+            )
+        return converted[0]
 
     def _as_flag(self, method: str, value: Any) -> bool:
         if value is SKIPPED or value is None:
@@ -621,6 +690,12 @@ class Session:
 
     def __exit__(self, *exc: Any) -> None:
         self.end(reason="completed" if exc[0] is None else "error")
+
+
+def _rides_with_tool_results(message: Message) -> bool:
+    """A user message made from the text blocks of an Anthropic tool-result message."""
+    source = message.get("ctxengine_source")
+    return isinstance(source, dict) and int(source.get("parts", 1)) > 1
 
 
 def _as_openai_tool(schema: dict[str, Any]) -> dict[str, Any]:

@@ -1,8 +1,11 @@
 """Session files: recorded conversations that ``replay``, ``compare`` and ``validate`` read.
 
-A session file is JSONL (one OpenAI-format message per line) or one JSON array of
-messages, optionally gzip-compressed. An optional first entry
-``{"ctxengine_session": {...}}`` carries the tool schemas and generator metadata.
+A session file is JSONL (one message per line) or one JSON array of messages,
+optionally gzip-compressed; the messages are in one shape (OpenAI Chat, OpenAI
+Responses items or Anthropic Messages, see :mod:`ctxengine_host.shapes`) and are
+read as internal (Chat) messages. An optional first entry
+``{"ctxengine_session": {...}}`` carries the tool schemas, the shape and generator
+metadata.
 Problems are collected with their line numbers rather than raised one at a time,
 so ``ctxengine validate`` can list them all. The format is described in
 docs/session-format.md.
@@ -17,11 +20,19 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .models import PERSISTENCE_ONLY_FIELDS
+from .shapes import (
+    SHAPES,
+    ShapeConverter,
+    ShapeError,
+    detect_shape,
+    timestamp_problem,
+    unknown_fields,
+)
 
 FORMAT_VERSION = 1
 HEADER_KEY = "ctxengine_session"
-ROLES = ("system", "user", "assistant", "tool")
-MESSAGE_FIELDS = frozenset({"role", "content", "name", "tool_calls", "tool_call_id", "usage"})
+ROLES = ("system", "developer", "user", "assistant", "tool")
+HEAD_ROLES = ("system", "developer")
 USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "total_tokens")
 GZIP_MAGIC = b"\x1f\x8b"
 SESSION_SUFFIXES = (".jsonl.gz", ".json.gz", ".jsonl", ".json", ".gz")
@@ -73,6 +84,11 @@ class ParsedSession:
     usages: list[dict[str, int] | None] = field(default_factory=list)
     header: dict[str, Any] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
+    #: The file's message shape (declared in the header or detected; ``chat`` when
+    #: nothing tells).
+    shape: str = "chat"
+    #: Fields no API defines, with the lines that carry them: kept, not sent.
+    unknown_fields: dict[str, list[int]] = field(default_factory=dict)
 
     @property
     def errors(self) -> list[Problem]:
@@ -88,10 +104,10 @@ class ParsedSession:
 
     @property
     def system_prompt(self) -> str | None:
-        """The leading system messages joined, or None when the session has none."""
+        """The leading system (and developer) messages joined, or None when there are none."""
         parts = []
         for message in self.messages:
-            if message["role"] != "system":
+            if message["role"] not in HEAD_ROLES:
                 break
             parts.append(message_text(message))
         return "\n\n".join(parts) if parts else None
@@ -100,7 +116,7 @@ class ParsedSession:
     def conversation(self) -> list[Message]:
         """The messages after the leading system messages."""
         start = 0
-        while start < len(self.messages) and self.messages[start]["role"] == "system":
+        while start < len(self.messages) and self.messages[start]["role"] in HEAD_ROLES:
             start += 1
         return self.messages[start:]
 
@@ -180,18 +196,71 @@ def parse_session(text: str, source: str = "<session>") -> ParsedSession:
             Problem(None, "the file is empty; a session needs at least one user message")
         )
         return parsed
+    items = []
     for position, (line, value) in enumerate(entries):
         if isinstance(value, dict) and HEADER_KEY in value:
             _read_header(parsed, line, value, position)
-            continue
-        message = _check_message(parsed, line, value)
+        else:
+            items.append((line, value))
+    for line, message in _internal_messages(parsed, items):
+        message = _check_message(parsed, line, message)
         if message is not None:
             usage = message.pop("usage", None)
             parsed.messages.append(message)
             parsed.lines.append(line)
             parsed.usages.append(usage)
     _check_sequence(parsed)
+    _summarize_unknown_fields(parsed)
     return parsed
+
+
+def _internal_messages(
+    parsed: ParsedSession, items: list[tuple[int, Any]]
+) -> list[tuple[int, Any]]:
+    """The entries as internal messages with their lines; shape problems recorded."""
+    declared = parsed.header.get("shape")
+    shape = declared or next(
+        (found for _, v in items if (found := detect_shape(v)) is not None), "chat"
+    )
+    parsed.shape = shape
+    converter = ShapeConverter(shape)
+    out: list[tuple[int, Any]] = []
+    for line, value in items:
+        found = detect_shape(value)
+        if found is not None and found != shape:
+            how = "declared in the header" if declared else "of the first distinctive message"
+            parsed.problems.append(
+                Problem(
+                    line,
+                    f"this message is in the {found} shape but the file uses the {shape} "
+                    f"shape ({how}); a session file holds one shape (convert it with "
+                    "`ctxengine convert`)",
+                )
+            )
+            continue
+        try:
+            out.extend(converter.feed(value, line))
+        except ShapeError as exc:
+            parsed.problems.append(Problem(line, str(exc)))
+    return out + converter.flush()
+
+
+def _summarize_unknown_fields(parsed: ParsedSession) -> None:
+    """ONE warning for the whole file naming the unknown fields (``validate --strict``
+    lists every line)."""
+    if not parsed.unknown_fields:
+        return
+    described = ", ".join(
+        f"'{name}' ({len(lines)} line{'s' if len(lines) > 1 else ''}, first line {lines[0]})"
+        for name, lines in sorted(parsed.unknown_fields.items())
+    )
+    parsed.problems.append(
+        Problem(
+            None,
+            f"unknown message fields are kept but not sent to providers: {described}",
+            "warning",
+        )
+    )
 
 
 def load_session(path: str | Path) -> ParsedSession:
@@ -306,6 +375,12 @@ def _read_header(parsed: ParsedSession, line: int, value: dict[str, Any], positi
                 f"{FORMAT_VERSION}); upgrade ctxengine or regenerate the file",
             )
         )
+    shape = header.get("shape")
+    if shape is not None and shape not in SHAPES:
+        parsed.problems.append(
+            Problem(line, f"'shape' must be one of {', '.join(SHAPES)}; got {shape!r}")
+        )
+        header = {k: v for k, v in header.items() if k != "shape"}
     tools = header.get("tools", [])
     if not isinstance(tools, list) or not all(
         isinstance(t, dict) and isinstance(t.get("function"), dict) for t in tools
@@ -330,17 +405,16 @@ def _check_message(parsed: ParsedSession, line: int, value: Any) -> Message | No
     if role not in ROLES:
         problem(f"'role' must be one of {', '.join(ROLES)}; got {role!r}")
         return None
-    message: Message = {}
-    for key, item in value.items():
-        if key in PERSISTENCE_ONLY_FIELDS:
-            continue
-        if key not in MESSAGE_FIELDS:
-            problem(f"unknown field '{key}' is ignored", "warning")
-            continue
-        message[key] = item
+    message: Message = {k: v for k, v in value.items() if k not in PERSISTENCE_ONLY_FIELDS}
+    for key in unknown_fields(message):
+        parsed.unknown_fields.setdefault(key, []).append(line)
+    stamp = timestamp_problem(message)
+    if stamp:
+        problem(stamp)
+        return None
     content = message.get("content")
     if not _valid_content(content):
-        problem("'content' must be a string, a list of text parts, or null")
+        problem("'content' must be a string, a list of content parts, or null")
         return None
     if role == "assistant":
         if content is None and not message.get("tool_calls"):
@@ -419,12 +493,12 @@ def _check_sequence(parsed: ParsedSession) -> None:
     pending_line = 0
     for message, line in zip(parsed.messages, parsed.lines, strict=True):
         role = message["role"]
-        if role == "system":
+        if role in HEAD_ROLES:
             if seen_other:
                 parsed.problems.append(
                     Problem(
                         line,
-                        "a system message after the conversation started; move it to the "
+                        f"a {role} message after the conversation started; move it to the "
                         "top or make it a user message",
                     )
                 )

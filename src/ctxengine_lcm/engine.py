@@ -29,6 +29,7 @@ from ctxengine_host.models import (
     IngestResult,
     SummaryResult,
 )
+from ctxengine_host.shapes import message_time
 
 from ._version import __version__
 from .assembly import SYSTEM_PROMPT_ADDITION, fit_to_budget, merge_leading
@@ -483,7 +484,9 @@ class LcmEngine(ContextEngine):
         if message.get("role") == "tool" and tokens > self._large_output_limit():
             stub = large_output_stub(message, uid, tokens, self.settings.large_output_preview_chars)
             stub_tokens = self.context.count_tokens(stub)
-        return to_new_message(message, uid, tokens, time.time(), stub_tokens)
+        written = message_time(message)  # the conversation's own clock when it has one
+        created = time.time() if written is None else written
+        return to_new_message(message, uid, tokens, created, stub_tokens)
 
     def _large_output_limit(self) -> int:
         """The configured threshold, or half the conversation's room in a request when that is

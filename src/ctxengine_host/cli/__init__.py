@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "use",
     "config_cmd",
     "validate",
+    "convert",
     "generate_session",
     "replay",
     "compare",

@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
                 model=args.model, context_length=args.context_length, config_path=args.config
             ),
             Path(args.out),
-            progress_for=ProgressBar,
+            progress_for=lambda label: ProgressBar(label, log_when_piped=True),
         )
     except (ReplayInputError, SessionFileError) as exc:
         raise CliError(str(exc), EXIT_BAD_INPUT) from exc

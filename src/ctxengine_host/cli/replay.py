@@ -38,6 +38,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument("file", metavar="FILE", help="session file (.jsonl, .json, .gz)")
     add_run_options(parser)
     parser.add_argument("--probes", metavar="PATH", help="probe file (default: NAME.probes.json)")
+    parser.add_argument(
+        "--from",
+        dest="source_format",
+        metavar="FORMAT",
+        help="read FILE as another tool's transcript (the formats of `ctxengine convert`)",
+    )
     parser.add_argument("--out", metavar="DIR", help="keep the store and write reports here")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument(
@@ -48,12 +54,19 @@ def register(subparsers: Any) -> None:
         help="table: show every N-th turn plus every turn that compacted "
         "(default: all turns up to 200, else about 100 rows)",
     )
+    parser.add_argument(
+        "--per",
+        choices=("auto", "turn", "call"),
+        default="auto",
+        help="table rows: one per turn or one per provider call (default: per call for tool "
+        "loops, at least 4 calls per turn on average)",
+    )
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..replay import ReplayInputError, ReplayOptions, replay_file
-    from ..replay.render import ProgressBar, render_text
+    from ..replay.render import ProgressBar, per_call_by_default, render_text
 
     if args.context_length is not None and args.context_length <= 0:
         raise CliError("--context-length must be a positive number of tokens")
@@ -64,17 +77,22 @@ def run(args: argparse.Namespace) -> int:
         config_path=args.config,
         probes_path=args.probes,
         out_dir=args.out,
+        source_format=args.source_format,
     )
     try:
         report = replay_file(args.file, options, ProgressBar(f"replay {Path(args.file).name}"))
     except ReplayInputError as exc:
         raise CliError(str(exc), EXIT_BAD_INPUT) from exc
-    every = args.every or (1 if len(report.turns) <= 200 else len(report.turns) // 100)
-    text = render_text(report, every=every)
+    per = args.per
+    if per == "auto":
+        per = "call" if per_call_by_default(report) else "turn"
+    rows = len(report.calls) if per == "call" else len(report.turns)
+    every = args.every or (1 if rows <= 200 else rows // 100)
+    text = render_text(report, every=every, per=per)
     if args.out:
         out = Path(args.out)
         (out / "report.json").write_text(json.dumps(report.to_dict(), indent=2) + "\n")
-        (out / "report.txt").write_text(render_text(report) + "\n")
+        (out / "report.txt").write_text(render_text(report, per=per) + "\n")
     if args.json:
         emit_json(report.to_dict())
     else:

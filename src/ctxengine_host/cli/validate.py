@@ -1,6 +1,8 @@
-"""``ctxengine validate FILE [--probes PATH] [--json]``: check a session file and its probes.
+"""``ctxengine validate FILE [--probes PATH] [--strict] [--json]``: check a session file.
 
 Every problem is reported with its line number; exit code 2 when there are errors.
+``--strict`` makes unknown message fields errors, listed field by field with their lines
+(by default they are one summary warning: kept, not sent to providers).
 """
 
 from __future__ import annotations
@@ -24,6 +26,11 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("file", metavar="FILE", help="session file (.jsonl, .json, .gz)")
     parser.add_argument("--probes", metavar="PATH", help="probe file (default: NAME.probes.json)")
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="unknown message fields are errors (each listed with its lines)",
+    )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.set_defaults(handler=run)
 
@@ -48,6 +55,8 @@ def run(args: argparse.Namespace) -> int:
         report["problems"] = [{"line": None, "severity": "error", "message": str(exc)}]
         return _finish(report, args.json, [str(exc)])
     problems = list(parsed.problems)
+    if args.strict:
+        problems.extend(_strict_problems(parsed.unknown_fields, Problem))
     probe_file = Path(args.probes) if args.probes else probes_path_for(path)
     probe_problems: list[Problem] = []
     probe_count = None
@@ -67,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
     errors = [p for p in problems + probe_problems if p.severity == "error"]
     report.update(
         ok=not errors,
+        shape=parsed.shape,
         messages=len(parsed.messages),
         turns=len(parsed.turns()),
         tools=len(parsed.tools),
@@ -79,6 +89,23 @@ def run(args: argparse.Namespace) -> int:
         p.render(str(probe_file)) for p in probe_problems
     ]
     return _finish(report, args.json, lines)
+
+
+def _strict_problems(unknown: dict[str, list[int]], problem_type: Any) -> list[Any]:
+    """One error per unknown field, at its first line, naming every line that has it."""
+    out = []
+    for name, lines in sorted(unknown.items()):
+        shown = ", ".join(str(n) for n in lines[:20])
+        more = f" and {len(lines) - 20} more" if len(lines) > 20 else ""
+        out.append(
+            problem_type(
+                lines[0],
+                f"unknown field '{name}' (strict) on line(s) {shown}{more}; strict providers "
+                "reject it: remove it, or let it through with "
+                "open_session(send_unknown_fields=True)",
+            )
+        )
+    return out
 
 
 def _finish(report: dict[str, Any], as_json: bool, lines: list[str]) -> int:

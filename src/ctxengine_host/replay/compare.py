@@ -1,8 +1,10 @@
 """Several engines over the same sessions: reports, a chart per session, one HTML page.
 
 Each (session, engine) pair is a normal replay whose store and report.json land in
-``OUT/<session>/<engine>/``; the comparison adds ``compare.json``, one SVG chart per
-session (and a PNG when matplotlib happens to be installed) and ``report.html``.
+``OUT/<session>/<engine>/``; the comparison adds ``compare.json``, three SVG charts per
+session (request tokens per provider call and per turn, one small panel per engine,
+binned with a min-max band; cumulative tokens sent per call), a PNG when matplotlib
+happens to be installed, and ``report.html``.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from ..sessionfile import session_stem
 from .driver import ReplayOptions, replay_file
 from .htmlreport import html_report
 from .model import ReplayReport
-from .svgchart import line_chart
+from .svgchart import band_panels, bin_series, line_chart, short_number
 
 SCHEMA = "ctxengine.compare/1"
 TABLE_FIELDS = (
@@ -41,6 +43,7 @@ class Comparison:
     out_dir: Path
     reports: dict[str, dict[str, ReplayReport]] = field(default_factory=dict)
     charts: dict[str, str] = field(default_factory=dict)
+    all_charts: dict[str, dict[str, str]] = field(default_factory=dict)
     pngs: dict[str, str] = field(default_factory=dict)
     html: str | None = None
 
@@ -53,6 +56,7 @@ class Comparison:
                 {
                     "session": name,
                     "chart_svg": self.charts.get(name),
+                    "charts_svg": self.all_charts.get(name, {}),
                     "chart_png": self.pngs.get(name),
                     "runs": [
                         {
@@ -98,7 +102,8 @@ def compare_files(
             (run_dir / "report.json").write_text(json.dumps(report.to_dict(), indent=2) + "\n")
             runs[engine] = report
         comparison.reports[name] = runs
-        comparison.charts[name] = _write_chart(out, name, runs)
+        comparison.all_charts[name] = _write_charts(out, name, runs)
+        comparison.charts[name] = comparison.all_charts[name]["request_tokens_per_call"]
         png = _write_png(out, name, runs)
         if png:
             comparison.pngs[name] = png
@@ -110,26 +115,70 @@ def compare_files(
 
 
 def series_of(runs: dict[str, ReplayReport]) -> dict[str, list[tuple[int, int]]]:
-    """Request tokens per turn, per engine."""
+    """Request tokens per turn (the largest request of the turn), per engine."""
     return {
         engine: [(row.turn, row.request_tokens) for row in report.turns]
         for engine, report in runs.items()
     }
 
 
-def chart_svg(name: str, runs: dict[str, ReplayReport]) -> str:
+def call_series_of(runs: dict[str, ReplayReport], key: str) -> dict[str, list[tuple[int, int]]]:
+    """A per-call field (``request_tokens``, ``cumulative_sent_tokens``), per engine."""
+    return {
+        engine: [(row.call, getattr(row, key)) for row in report.calls]
+        for engine, report in runs.items()
+    }
+
+
+def chart_svgs(name: str, runs: dict[str, ReplayReport]) -> dict[str, str]:
+    """The session's charts: kind -> SVG text."""
     window = max((r.context_length for r in runs.values()), default=0)
-    return line_chart(f"{name}: request tokens per turn", series_of(runs), limit=window)
+    return {
+        "request_tokens_per_call": band_panels(
+            f"{name}: request tokens per provider call",
+            call_series_of(runs, "request_tokens"),
+            x_label="provider call",
+            y_label="request tokens",
+            limit=window,
+        ),
+        "request_tokens_per_turn": band_panels(
+            f"{name}: largest request per turn",
+            series_of(runs),
+            x_label="turn",
+            y_label="request tokens",
+            limit=window,
+        ),
+        "cumulative_sent": line_chart(
+            f"{name}: tokens sent so far",
+            {
+                f"{engine} {short_number(values[-1][1]) if values else 0}": values
+                for engine, values in call_series_of(runs, "cumulative_sent_tokens").items()
+            },
+            x_label="provider call",
+            y_label="tokens sent (cumulative)",
+        ),
+    }
 
 
-def _write_chart(out: Path, name: str, runs: dict[str, ReplayReport]) -> str:
-    path = out / f"{name}.request_tokens.svg"
-    path.write_text(chart_svg(name, runs), encoding="utf-8")
-    return str(path)
+#: File name suffix of each chart kind.
+CHART_FILES = {
+    "request_tokens_per_call": "request_tokens.svg",
+    "request_tokens_per_turn": "request_tokens_per_turn.svg",
+    "cumulative_sent": "cumulative_sent.svg",
+}
+
+
+def _write_charts(out: Path, name: str, runs: dict[str, ReplayReport]) -> dict[str, str]:
+    paths = {}
+    for kind, svg in chart_svgs(name, runs).items():
+        path = out / f"{name}.{CHART_FILES[kind]}"
+        path.write_text(svg, encoding="utf-8")
+        paths[kind] = str(path)
+    return paths
 
 
 def _write_png(out: Path, name: str, runs: dict[str, ReplayReport]) -> str | None:
-    """A PNG of the same chart, only when matplotlib is installed (an optional extra)."""
+    """A PNG of the per-call chart (binned means), only when matplotlib is installed."""
     try:
         import matplotlib
 
@@ -138,9 +187,12 @@ def _write_png(out: Path, name: str, runs: dict[str, ReplayReport]) -> str | Non
     except ImportError:
         return None
     fig, ax = plt.subplots(figsize=(9, 3.6))
-    for engine, values in series_of(runs).items():
-        ax.plot([x for x, _ in values], [y for _, y in values], label=engine, linewidth=1)
-    ax.set_xlabel("turn")
+    for engine, values in call_series_of(runs, "request_tokens").items():
+        bins = bin_series(values)
+        xs = [b.x for b in bins]
+        ax.fill_between(xs, [b.low for b in bins], [b.high for b in bins], alpha=0.25)
+        ax.plot(xs, [b.mean for b in bins], label=engine, linewidth=1)
+    ax.set_xlabel("provider call")
     ax.set_ylabel("request tokens")
     ax.legend()
     path = out / f"{name}.request_tokens.png"

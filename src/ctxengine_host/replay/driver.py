@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..probes import Probe, load_probes
 from ..sessionfile import ParsedSession, SessionFileError, Turn, load_session, probes_path_for
-from .model import ReplayReport, TurnRow
+from .model import CallRow, ReplayReport, TurnRow
 from .probing import evaluate_probes
 
 if TYPE_CHECKING:
@@ -48,6 +48,8 @@ class ReplayOptions:
     config_path: str | None = None
     probes_path: str | None = None
     out_dir: str | None = None
+    #: Read the file with this importer (``ctxengine convert --from`` formats) first.
+    source_format: str | None = None
 
 
 def replay_file(
@@ -55,7 +57,7 @@ def replay_file(
 ) -> ReplayReport:
     """Replay the session at ``path``; raises ReplayInputError on bad input."""
     try:
-        session = load_session(path)
+        session = _load(path, options.source_format)
         probes = _load_probes(path, session, options.probes_path)
     except SessionFileError as exc:
         raise ReplayInputError(str(exc)) from exc
@@ -65,6 +67,26 @@ def replay_file(
         return _replay(session, probes, options, store_dir / "transcripts.db", progress)
     with tempfile.TemporaryDirectory(prefix="ctxengine-replay-") as tmp:
         return _replay(session, probes, options, Path(tmp) / "transcripts.db", progress)
+
+
+def _load(path: str | Path, source_format: str | None) -> ParsedSession:
+    """The session file, or another tool's transcript through its importer."""
+    if source_format is None:
+        return load_session(path)
+    from ..importers import TranscriptError, import_file
+    from ..sessionfile import parse_session
+
+    try:
+        imported = import_file(path, source_format)
+    except TranscriptError as exc:
+        raise ReplayInputError(str(exc)) from exc
+    parsed = parse_session(imported.to_jsonl(Path(path).name), str(path))
+    if parsed.errors:
+        shown = "\n".join(p.render(str(path)) for p in parsed.errors[:10])
+        raise ReplayInputError(
+            f"{path} (as {source_format}) converts to an invalid session:\n{shown}"
+        )
+    return parsed
 
 
 def _load_probes(path: str | Path, session: ParsedSession, explicit: str | None) -> list[Probe]:
@@ -142,6 +164,7 @@ def _replay(
         turns = parsed.turns()
         with _open_session(host, parsed) as session:
             runner = _Runner(host, session, parsed)
+            runner.calls = report.calls
             for turn in turns:
                 report.turns.append(runner.play(turn))
                 if progress:
@@ -168,6 +191,7 @@ def _open_session(host: ContextHost, parsed: ParsedSession) -> Session:
             f"replay-{Path(parsed.source).name}-{uuid.uuid4().hex[:8]}",
             system_prompt=parsed.system_prompt,
             tools=parsed.tools or None,
+            shape=parsed.shape,
         )
     except BudgetError as exc:
         raise ReplayInputError(f"{exc} (--context-length)") from exc
@@ -203,6 +227,7 @@ class _Runner:
         self.last_request: ProviderRequest | None = None
         self.was_quarantined = False
         self.raw_tokens = _base_tokens(host, parsed)
+        self.calls: list[CallRow] = []
 
     def play(self, turn: Turn) -> TurnRow:
         started = time.perf_counter()
@@ -260,8 +285,29 @@ class _Runner:
         row.raw_capped_tokens += min(self.raw_tokens, self.context_length)
         if tokens > self.context_length or request.conversation_tokens > request.budget_tokens:
             row.within_budget = False
+        self._record_call(row, request, retries)
         self.last_request = request
         return request
+
+    def _record_call(self, row: TurnRow, request: ProviderRequest, retries: int) -> None:
+        tokens = int(request.estimated_tokens)
+        before = self.calls[-1].cumulative_sent_tokens if self.calls else 0
+        self.calls.append(
+            CallRow(
+                call=len(self.calls) + 1,
+                turn=row.turn,
+                request_tokens=tokens,
+                conversation_tokens=int(request.conversation_tokens),
+                budget_tokens=int(request.budget_tokens),
+                messages_sent=len(request.messages),
+                cumulative_sent_tokens=before + tokens,
+                compacted=bool(request.compacted),
+                selected=bool(request.selected),
+                substituted=bool(request.substituted),
+                overflow_retries=retries,
+                within_window=tokens <= self.context_length,
+            )
+        )
 
     def final_request(self) -> ProviderRequest | None:
         """The context the next provider call would see, for the probe checks."""

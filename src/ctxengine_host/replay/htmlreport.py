@@ -21,7 +21,7 @@ def html_report(
     reports: dict[str, dict[str, ReplayReport]], fields: tuple[tuple[str, str], ...]
 ) -> str:
     """The comparison page: per session a summary table, the chart and probe results."""
-    from .compare import chart_svg, summary_cell
+    from .compare import chart_svgs, summary_cell
 
     parts = [
         "<!DOCTYPE html>",
@@ -53,9 +53,10 @@ def html_report(
             parts += [f"<td>{escape(summary_cell(summary, k))}</td>" for k, _ in fields]
             parts.append("</tr>")
         parts.append("</table>")
-        parts.append(chart_svg(name, runs))
+        parts += list(chart_svgs(name, runs).values())
         parts += _probe_table(runs)
         parts += _turn_table(runs)
+        parts += _call_table(runs)
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 
@@ -84,6 +85,36 @@ def _turn_table(runs: dict[str, ReplayReport], max_rows: int = 120) -> list[str]
             row = turns[index]
             mark = f" ({row.compactions}c)" if row.compactions else ""
             out.append(f"<td>{row.request_tokens:,}{mark}</td>")
+        out.append("</tr>")
+    out.append("</table>")
+    return out
+
+
+def _call_table(runs: dict[str, ReplayReport], max_rows: int = 120) -> list[str]:
+    """Request tokens per provider call, side by side (every n-th call when long)."""
+    engines = list(runs)
+    count = max((len(r.calls) for r in runs.values()), default=0)
+    if not count:
+        return []
+    step = max(1, -(-count // max_rows))
+    which = "every call" if step == 1 else f"every {step} calls"
+    out = [
+        f"<h3>Per provider call ({which}): request tokens, (c) compacted, (cut) cut by the "
+        "host</h3>",
+        "<table><tr><th>call</th>",
+    ]
+    out += [f"<th>{escape(e)} (turn)</th>" for e in engines]
+    out.append("</tr>")
+    for index in range(step - 1, count, step):
+        out.append(f"<tr><td>{index + 1}</td>")
+        for engine in engines:
+            calls = runs[engine].calls
+            if index >= len(calls):
+                out.append("<td>-</td>")
+                continue
+            row = calls[index]
+            mark = (" (c)" if row.compacted else "") + (" (cut)" if row.substituted else "")
+            out.append(f"<td>{row.request_tokens:,}{mark} ({row.turn})</td>")
         out.append("</tr>")
     out.append("</table>")
     return out

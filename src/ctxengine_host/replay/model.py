@@ -47,6 +47,28 @@ class TurnRow:
 
 
 @dataclass
+class CallRow:
+    """One provider call: what its request held (the per-call view beside the per-turn one).
+
+    A single-task agent session is one turn of hundreds of calls; these rows are what
+    shows how its requests grow and shrink.
+    """
+
+    call: int  # 1-based over the whole session
+    turn: int
+    request_tokens: int  # the whole prompt: messages and tool schemas
+    conversation_tokens: int  # what must fit in the budget
+    budget_tokens: int
+    messages_sent: int
+    cumulative_sent_tokens: int  # request tokens of this call and every call before it
+    compacted: bool = False  # a compaction ran while building this request
+    selected: bool = False  # the engine's select_context chose the messages
+    substituted: bool = False  # the host cut this request to fit
+    overflow_retries: int = 0
+    within_window: bool = True
+
+
+@dataclass
 class ProbeResult:
     """Whether a planted fact survived: in the final context, and through engine tools."""
 
@@ -77,6 +99,7 @@ class ReplayReport:
     context_length: int
     messages: int
     turns: list[TurnRow] = field(default_factory=list)
+    calls: list[CallRow] = field(default_factory=list)
     probes: list[ProbeResult] = field(default_factory=list)
     probes_file: str | None = None
     engine_tools: list[str] = field(default_factory=list)
@@ -140,5 +163,6 @@ class ReplayReport:
             "store_path": self.store_path,
             "summary": self.summary(),
             "turns": [asdict(r) for r in self.turns],
+            "calls": [asdict(c) for c in self.calls],
             "probes": [asdict(p) for p in self.probes],
         }

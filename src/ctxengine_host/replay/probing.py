@@ -13,8 +13,8 @@ import json
 import re
 from typing import Any
 
-from ..probes import Probe
-from ..sessionfile import ParsedSession, message_text
+from ..probes import Probe, message_pieces, searchable_text
+from ..sessionfile import ParsedSession
 from .model import ProbeResult
 
 STOPWORDS = frozenset(
@@ -43,7 +43,7 @@ def request_text(request: Any) -> str:
     """All text a request carries (the system message includes the engine's addition)."""
     if request is None:
         return ""
-    return "\n".join(message_text(m) for m in getattr(request, "messages", None) or ())
+    return "\n".join(searchable_text(m) for m in getattr(request, "messages", None) or ())
 
 
 def evaluate_probes(
@@ -131,15 +131,23 @@ def _check_tools(
         result.expand_verbatim = False
         result.detail = "the search result names no message id to expand"
         return
-    original = message_text(parsed.messages[probe.message_index])
+    holders = _answer_holders(parsed, probe.answer)
     id_arg = _argument_name(expand_tool, ("message_uid", "id", "uid", "message_id", "ref"))
     for ident in hit_ids[:3]:
-        expanded = _call(session, expand_tool, {id_arg: ident})
-        if any(original in s for s in _strings(expanded)):
+        expanded = _strings(_call(session, expand_tool, {id_arg: ident}))
+        if any(piece in s for piece in holders for s in expanded):
             result.expand_verbatim = True
             return
     result.expand_verbatim = False
     result.detail = "the expanded message differs from the planted one"
+
+
+def _answer_holders(parsed: ParsedSession, answer: str) -> list[str]:
+    """The decoded pieces (content, argument values) of every session message that hold
+    ``answer``: giving back any of them verbatim is a verbatim recovery."""
+    return [
+        piece for message in parsed.messages for piece in message_pieces(message) if answer in piece
+    ]
 
 
 def _strings(value: Any) -> list[str]:

@@ -6,7 +6,7 @@ import sys
 import time
 from typing import Any, TextIO
 
-from .model import ReplayReport, TurnRow
+from .model import CallRow, ReplayReport, TurnRow
 
 COLUMNS = (
     ("turn", 5),
@@ -51,6 +51,60 @@ def turn_line(row: TurnRow) -> str:
         f"{row.engine_ms:.1f}ms",
     )
     return " ".join(_cell(v, width) for v, (_, width) in zip(values, COLUMNS, strict=True))
+
+
+CALL_COLUMNS = (
+    ("call", 6),
+    ("turn", 5),
+    ("request", 8),
+    ("conv", 7),
+    ("budget", 7),
+    ("msgs", 5),
+    ("sent so far", 12),
+    ("engine", 20),
+)
+
+
+def call_line(row: CallRow) -> str:
+    """One row of the per-call table."""
+    flags = [
+        name
+        for name, on in (
+            ("compacted", row.compacted),
+            ("selected", row.selected),
+            ("host-cut", row.substituted),
+            (f"retry x{row.overflow_retries}", row.overflow_retries),
+            ("OVER", not row.within_window),
+        )
+        if on
+    ]
+    values = (
+        row.call,
+        row.turn,
+        row.request_tokens,
+        row.conversation_tokens,
+        row.budget_tokens,
+        row.messages_sent,
+        row.cumulative_sent_tokens,
+        " ".join(flags) or "-",
+    )
+    return " ".join(_cell(v, width) for v, (_, width) in zip(values, CALL_COLUMNS, strict=True))
+
+
+def call_table(report: ReplayReport, *, every: int = 1) -> list[str]:
+    """The per-call table; ``every`` > 1 shows every n-th call plus calls that compacted,
+    were cut by the host or went over the window."""
+    lines = [" ".join(_cell(name, width) for name, width in CALL_COLUMNS)]
+    for row in report.calls:
+        flagged = row.compacted or row.substituted or not row.within_window
+        if every <= 1 or row.call % every == 0 or flagged:
+            lines.append(call_line(row))
+    return lines
+
+
+def per_call_by_default(report: ReplayReport) -> bool:
+    """A tool loop (at least 4 calls per turn on average) reads better call by call."""
+    return len(report.calls) >= 4 * max(1, len(report.turns))
 
 
 def table_header() -> str:
@@ -117,12 +171,20 @@ def probe_lines(report: ReplayReport) -> list[str]:
     return out
 
 
-def render_text(report: ReplayReport, *, every: int = 1) -> str:
-    """The whole text report; ``every`` > 1 shows every n-th turn plus turns that compacted."""
+def turn_table(report: ReplayReport, *, every: int = 1) -> list[str]:
+    """The per-turn table; ``every`` > 1 shows every n-th turn plus turns that compacted."""
     lines = [table_header()]
     for row in report.turns:
         if every <= 1 or row.turn % every == 0 or row.compactions or not row.within_budget:
             lines.append(turn_line(row))
+    return lines
+
+
+def render_text(report: ReplayReport, *, every: int = 1, per: str = "turn") -> str:
+    """The whole text report; ``every`` > 1 shows every n-th turn (or call, ``per="call"``)
+    plus the ones that compacted or went over."""
+    table = call_table if per == "call" else turn_table
+    lines = table(report, every=every)
     lines.append("")
     lines += summary_lines(report)
     lines += probe_lines(report)
@@ -130,16 +192,23 @@ def render_text(report: ReplayReport, *, every: int = 1) -> str:
 
 
 class ProgressBar:
-    """A one-line progress bar on stderr, drawn only when stderr is a terminal."""
+    """Progress on stderr: a redrawn bar on a terminal; with ``log_when_piped``, plain
+    lines (the start, every tenth, the end) when stderr is a file or a pipe."""
 
-    def __init__(self, label: str, stream: TextIO | None = None) -> None:
+    def __init__(
+        self, label: str, stream: TextIO | None = None, *, log_when_piped: bool = False
+    ) -> None:
         self.stream = stream or sys.stderr
         self.enabled = self.stream.isatty()
+        self.log_when_piped = log_when_piped
         self.label = label
         self._last = 0.0
+        self._logged_tenth = -1
 
     def __call__(self, done: int, total: int) -> None:
         if not self.enabled:
+            if self.log_when_piped:
+                self._log(done, total)
             return
         now = time.monotonic()
         if done < total and now - self._last < 0.1:
@@ -151,4 +220,12 @@ class ProgressBar:
         self.stream.write(f"\r{self.label} [{bar}] {done}/{total} turns")
         if done >= total:
             self.stream.write("\n")
+        self.stream.flush()
+
+    def _log(self, done: int, total: int) -> None:
+        tenth = 10 * done // total if total else 10
+        if tenth == self._logged_tenth:
+            return
+        self._logged_tenth = tenth
+        self.stream.write(f"{self.label}: {done}/{total} turns ({tenth * 10}%)\n")
         self.stream.flush()

@@ -1,0 +1,102 @@
+"""What every importer produces, and the pairing repairs they share.
+
+An importer turns another tool's transcript into messages of one shape (the shape
+closest to what the tool sent its model, so nothing is flattened that need not be)
+and counts what it could not keep, by reason: ``ctxengine convert`` prints that
+count, nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..sessionfile import FORMAT_VERSION, HEADER_KEY
+
+Message = dict[str, Any]
+
+
+class TranscriptError(ValueError):
+    """The input is not a transcript of the format asked for; says what and where."""
+
+
+@dataclass
+class Imported:
+    """An imported transcript: messages in ``shape``, and what was left out."""
+
+    source_format: str
+    shape: str
+    messages: list[Message] = field(default_factory=list)
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    dropped: Counter[str] = field(default_factory=Counter)
+    repaired: Counter[str] = field(default_factory=Counter)
+
+    def drop(self, reason: str, count: int = 1) -> None:
+        """Record something the session file cannot keep."""
+        self.dropped[reason] += count
+
+    def header(self, source: str) -> dict[str, Any]:
+        generator = {"name": "ctxengine convert", "from": self.source_format, "source": source}
+        body: dict[str, Any] = {"format_version": FORMAT_VERSION, "shape": self.shape}
+        if self.tools:
+            body["tools"] = self.tools
+        body["generator"] = generator
+        return {HEADER_KEY: body}
+
+    def to_jsonl(self, source: str) -> str:
+        """The session file: the header, then one message per line."""
+        lines = [self.header(source), *self.messages]
+        return "".join(json.dumps(m, ensure_ascii=False) + "\n" for m in lines)
+
+    def report(self) -> dict[str, Any]:
+        return {
+            "from": self.source_format,
+            "shape": self.shape,
+            "messages": len(self.messages),
+            "dropped": dict(sorted(self.dropped.items())),
+            "repaired": dict(sorted(self.repaired.items())),
+        }
+
+
+def read_json_or_jsonl(text: str, what: str) -> list[tuple[int, Any]]:
+    """(line, value) for a JSON document (line 1) or JSONL; TranscriptError naming the line."""
+    stripped = text.strip()
+    if not stripped:
+        raise TranscriptError(f"the {what} file is empty")
+    if stripped[0] in "[{":
+        try:
+            return [(1, json.loads(stripped))]
+        except json.JSONDecodeError:
+            pass  # JSONL whose lines are objects
+    out = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        if raw.strip():
+            try:
+                out.append((number, json.loads(raw)))
+            except json.JSONDecodeError as exc:
+                raise TranscriptError(
+                    f"line {number}: invalid JSON ({exc.msg}); is this a {what} file?"
+                ) from None
+    return out
+
+
+def arguments_text(value: Any) -> str:
+    """Tool-call arguments as the JSON text a Chat message carries."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value if value is not None else {}, ensure_ascii=False)
+
+
+def text_of(content: Any) -> str:
+    """Plain text of a string or a list of text parts / blocks (others skipped)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            str(p.get("text", "")) if isinstance(p, dict) else str(p)
+            for p in content
+            if isinstance(p, str) or (isinstance(p, dict) and "text" in p)
+        )
+    return "" if content is None else json.dumps(content, ensure_ascii=False)

@@ -1,0 +1,111 @@
+"""Claude Code session JSONL (``~/.claude/projects/<project>/<session>.jsonl``) -> Anthropic.
+
+Each ``user`` / ``assistant`` line carries one API message (``message``) with the
+line's ``uuid``, ``parentUuid`` and ``timestamp``; one assistant answer is written as
+several lines (one per content block) sharing ``message.id``, and they are joined
+again. The conversation is the chain of ``parentUuid`` links ending at the last
+message (``logicalParentUuid`` bridges a compaction boundary), so branches left by
+rewinds and edits are not mixed in; sub-agent lines (``isSidechain``) belong to other
+conversations. Thinking blocks are kept with their signatures.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import Imported, TranscriptError, read_json_or_jsonl
+from .pairing import pair_anthropic
+
+ASSISTANT_BLOCKS = frozenset({"text", "thinking", "redacted_thinking", "tool_use"})
+USER_BLOCKS = frozenset({"text", "image", "document", "tool_result"})
+LINE_FIELDS = frozenset(
+    {"type", "message", "uuid", "parentUuid", "logicalParentUuid", "timestamp", "isSidechain"}
+)
+
+
+def read(text: str) -> Imported:
+    imported = Imported("claude-code", "anthropic")
+    lines = [v for _, v in read_json_or_jsonl(text, "Claude Code session")]
+    if not all(isinstance(v, dict) for v in lines):
+        raise TranscriptError("every line of a Claude Code session is a JSON object")
+    by_uuid = {v["uuid"]: v for v in lines if isinstance(v.get("uuid"), str)}
+    talk = [v for v in lines if v.get("type") in ("user", "assistant") and "message" in v]
+    for v in lines:
+        if v not in talk:
+            imported.drop(f"'{v.get('type')}' lines (not messages)")
+    main = [v for v in talk if not v.get("isSidechain")]
+    if len(main) < len(talk):
+        imported.drop("sub-agent (sidechain) messages", len(talk) - len(main))
+    if not main:
+        raise TranscriptError("no user or assistant message lines; is this a Claude Code session?")
+    chain = _chain(main[-1], by_uuid)
+    current = [v for v in main if id(v) in chain]
+    if len(current) < len(main):
+        imported.drop("messages on abandoned branches (rewinds, edits)", len(main) - len(current))
+    previous_id = None
+    for line in current:
+        if set(line) - LINE_FIELDS:
+            imported.drop("Claude Code line metadata (cwd, version, git branch, tool copies)")
+        message = line["message"]
+        if line["type"] == "assistant":
+            blocks = _blocks(message.get("content"), ASSISTANT_BLOCKS, imported)
+            last = imported.messages[-1] if imported.messages else None
+            if previous_id and message.get("id") == previous_id and last["role"] == "assistant":
+                last["content"].extend(blocks)
+                continue
+            previous_id = message.get("id")
+            if blocks:
+                imported.messages.append(
+                    {"role": "assistant", "content": blocks, "timestamp": line.get("timestamp")}
+                )
+            continue
+        previous_id = None
+        content = message.get("content")
+        if isinstance(content, list):
+            content = _blocks(content, USER_BLOCKS, imported)
+        last = imported.messages[-1] if imported.messages else None
+        if last is not None and last["role"] == "user":  # one line per tool result: rejoin
+            last["content"] = _results_first(_as_blocks(last["content"]) + _as_blocks(content))
+            continue
+        imported.messages.append(
+            {"role": "user", "content": content, "timestamp": line.get("timestamp")}
+        )
+    for message in imported.messages:
+        if message.get("timestamp") is None:
+            message.pop("timestamp", None)
+    pair_anthropic(imported)
+    return imported
+
+
+def _chain(last: dict[str, Any], by_uuid: dict[str, dict[str, Any]]) -> set[int]:
+    """ids of the lines on the path from ``last`` back to the start."""
+    seen: set[int] = set()
+    node: dict[str, Any] | None = last
+    while node is not None and id(node) not in seen:
+        seen.add(id(node))
+        parent = node.get("parentUuid") or node.get("logicalParentUuid")
+        node = by_uuid.get(parent) if isinstance(parent, str) else None
+    return seen
+
+
+def _as_blocks(content: Any) -> list[Any]:
+    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+
+
+def _results_first(blocks: list[Any]) -> list[Any]:
+    """Anthropic wants a user message's tool_result blocks before its other blocks."""
+    results = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
+    return results + [b for b in blocks if b not in results]
+
+
+def _blocks(content: Any, allowed: frozenset[str], imported: Imported) -> list[Any]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    kept = []
+    for block in content or ():
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind in allowed:
+            kept.append(block)
+        else:
+            imported.drop(f"'{kind}' content blocks (server tools, no client form)")
+    return kept
