@@ -317,6 +317,7 @@ class PostgresTranscriptStore:
             if rows and [(uid, digest) for _, uid, digest in existing] == wanted:
                 return [int(r[0]) for r in existing]
             ids = self._insert(conn, session_id, rows)
+            fault_point("store.append_live.mid_transaction")
             conn.cursor().executemany(
                 "INSERT INTO transcript_live(session_id, position, row_id) VALUES (%s, %s, %s)"
                 " ON CONFLICT (session_id, position) DO UPDATE SET row_id = EXCLUDED.row_id",
@@ -349,6 +350,7 @@ class PostgresTranscriptStore:
         with transaction(self._pool, self.target, f"resetting session {session_id!r}") as c:
             self._fence(c, session_id)
             c.execute("DELETE FROM transcript_live WHERE session_id = %s", (session_id,))
+            fault_point("store.finish_reset.mid_transaction")
             c.execute(
                 "UPDATE transcript_sessions SET reset_pending = FALSE WHERE session_id = %s",
                 (session_id,),

@@ -6,8 +6,9 @@ Every SQLite store (the transcript store, the LCM store) keeps its version in it
 old one. Opening a file runs the missing steps in one ``BEGIN IMMEDIATE`` transaction:
 another process opening the same file waits, then finds it current; a crash mid-upgrade
 leaves the old version. A step is SQL text (several statements, triggers included) or a
-function of the connection, for upgrades that compute values in Python.
-``ctxengine migrate --sqlite PATH`` runs the same upgrade without opening a session.
+function of the connection, for upgrades that compute values in Python. (PostgreSQL
+schemas have the same shape, :class:`ctxengine_host.pg.Schema`, applied by
+``ctxengine migrate``.)
 """
 
 from __future__ import annotations

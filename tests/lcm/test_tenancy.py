@@ -66,9 +66,9 @@ def test_app_a_resumes_its_own_history_after_app_b_used_the_same_session_id(tmp_
 
 
 def test_an_explicit_namespace_names_the_owner(tmp_path, database):
-    with lcm_host(tmp_path, "appA", database, namespace="team-a") as a:
-        with a.open_session("chat") as chat:
-            exchange(chat, "alpha secret 1234")
+    host = lcm_host(tmp_path, "appA", database, namespace="team-a")
+    with host, host.open_session("chat") as chat:
+        exchange(chat, "alpha secret 1234")
     keys = [r[0] for r in query(database, "SELECT session_id FROM lcm_conversations")]
     assert keys == ["team-a#chat"]
 

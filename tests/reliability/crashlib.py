@@ -236,8 +236,9 @@ def lcm_uids(db: Path) -> list[str]:
             r[0]
             for r in conn.execute(
                 "SELECT m.message_uid FROM messages m JOIN conversations c ON "
-                "c.id = m.conversation_id WHERE c.session_id=? AND c.is_current=1 ORDER BY m.seq",
-                (SESSION,),
+                "c.id = m.conversation_id WHERE c.session_id LIKE ? AND c.is_current=1 "
+                "ORDER BY m.seq",
+                (f"%#{SESSION}",),  # keyed by the transcript store's id
             )
         ]
     finally:
