@@ -604,10 +604,10 @@ class LcmEngine(ContextEngine):
         self, messages: Sequence[Any], conversation_id: int, limit: int | None
     ) -> list[int]:
         """Indexes (oldest first) of the view's messages whose versions are not stored."""
-        versions = {(u, message_digest(m)) for m in messages if (u := _uid(m))}
+        versions = _version_count(messages)
         if not versions:  # nothing the store could lack: no need to read the message count
             return []
-        expected = len(versions) - self.store.conversation(conversation_id).message_count
+        expected = versions - self.store.conversation(conversation_id).message_count
         missing: list[int] = []
         seen: set[tuple[str, str]] = set()
         met_known = False
@@ -727,6 +727,19 @@ def _uid(message: Any) -> str | None:
         return None
     uid = message.get("message_uid")
     return uid if isinstance(uid, str) and uid else None
+
+
+def _version_count(messages: Sequence[Any]) -> int:
+    """Distinct (uid, digest) versions among ``messages``; only messages whose uid occurs
+    more than once are hashed (a whole view is walked once per new process)."""
+    by_uid: dict[str, list[Message]] = {}
+    for message in messages:
+        if uid := _uid(message):
+            by_uid.setdefault(uid, []).append(message)
+    return sum(
+        1 if len(group) == 1 else len({message_digest(m) for m in group})
+        for group in by_uid.values()
+    )
 
 
 def _leading_system(messages: Sequence[Any]) -> list[Message]:

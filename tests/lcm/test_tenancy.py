@@ -166,3 +166,18 @@ def test_an_archive_without_digests_imports_with_them(tmp_path, old_field):
                     "JOIN lcm_conversations c ON c.id = m.conversation_id")  # fmt: skip
     assert {d[0] for d in digests} == {"store:target-store#s"}
     assert all(len(d[1]) == 32 for d in digests)
+
+
+def test_a_missed_new_version_is_caught_up_from_the_live_view(tmp_path, database):
+    from conftest import make_engine
+
+    engine = make_engine(tmp_path, database=database, session="s")
+    first = {"role": "user", "content": "first words", "message_uid": "u-3"}
+    engine.ingest("s", [first])
+    edited = {"role": "user", "content": "second version", "message_uid": "u-3"}
+    live = [first, {"role": "assistant", "content": "ok", "message_uid": "u-4"}, edited]
+    result = engine.select_context(live, conversation_messages=live, budget_tokens=4000)
+    engine.dispose()
+    assert "second version" in json.dumps(result.messages)
+    rows = query(database, "SELECT message_uid, content FROM lcm_messages ORDER BY seq")
+    assert rows == [("u-3", "first words"), ("u-4", "ok"), ("u-3", "second version")]
