@@ -58,10 +58,13 @@ POINTS: dict[str, dict[str, int]] = {
         "lcm.sweep.before_commit": 3,
         "lcm.sweep.after_commit": 3,
         "host.maintain.background": 4,
+        # Killed holding the session's lease: the next child must get it at once.
+        "host.lease.acquired": 1,
     },
     "legacy": {
         "store.append_live.mid_transaction": 16,
         "host.ingest.before_engine": 16,
+        "host.lease.acquired": 1,
     },
 }
 
