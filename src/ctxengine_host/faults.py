@@ -21,6 +21,10 @@ POINTS = (
     "host.ingest.before_engine",
     "store.append_live.mid_transaction",
     "host.maintain.background",
+    "host.reset.after_begin",
+    "host.reset.after_engine",
+    "store.finish_reset.mid_transaction",
+    "host.lease.acquired",
 )
 
 

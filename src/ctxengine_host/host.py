@@ -165,6 +165,8 @@ class ContextHost:
             data_dir=self.data_dir / "engines" / engine_name,
             count_tokens=self.counter.count_any,
             summarize=self._summarize,
+            store_id=getattr(self.store, "store_id", None),
+            transcript_holds=getattr(self.store, "holds_message", None),
         )
 
     def _summarize(
@@ -284,6 +286,10 @@ class ContextHost:
     def prepare_engine(self, guard: EngineGuard) -> None:
         """Give an engine the config's thresholds, then ``update_model`` (host build, clones)."""
         engine = guard.engine
+        context = getattr(engine, "context", None)
+        store_id = getattr(self.store, "store_id", None)
+        if isinstance(context, EngineContext) and context.store_id is None and store_id:
+            context.bind_transcript_store(store_id, self.store.holds_message)
         thresholds = self.config.config.compression.model_thresholds
         if thresholds and isinstance(getattr(engine, "model_thresholds", None), dict):
             engine.model_thresholds = {**engine.model_thresholds, **thresholds}
@@ -454,7 +460,7 @@ class ContextHost:
                 send_unknown_fields=send_unknown_fields,
             )
             guard.on_fallback = session._on_fallback
-            session._start()
+            session._start(reset_pending=row.reset_pending)
         except BaseException:
             self._dispose(guard)
             raise

@@ -12,7 +12,7 @@ import atexit
 import hashlib
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from importlib.metadata import entry_points
@@ -268,10 +268,14 @@ def xact_lock(conn: Any, key: int) -> None:
 
 @dataclass(frozen=True)
 class Schema:
-    """One component's tables: ``steps[i]`` takes the component from version i to i+1."""
+    """One component's tables: ``steps[i]`` takes the component from version i to i+1.
+
+    A step is SQL text, or a function of the connection for an upgrade that computes
+    values in Python (it runs inside the component's migration transaction).
+    """
 
     component: str
-    steps: tuple[str, ...]
+    steps: tuple[str | Callable[[Any], None], ...]
 
     @property
     def latest(self) -> int:
@@ -340,7 +344,10 @@ def migrate(target: PgTarget, schemas: list[Schema] | None = None) -> list[Migra
                         f"newer than this ctxengine ({schema.latest}); upgrade ctxengine"
                     )
                 for step in schema.steps[before:]:
-                    conn.execute(step)
+                    if callable(step):
+                        step(conn)
+                    else:
+                        conn.execute(step)
                 conn.execute(
                     f"INSERT INTO {VERSION_TABLE}(component, version) VALUES (%s, %s) "
                     "ON CONFLICT (component) DO UPDATE SET version = EXCLUDED.version, "

@@ -18,6 +18,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from .faults import fault_point
 from .pg import (
     PgTarget,
     Schema,
@@ -30,8 +31,10 @@ from .pg import (
 )
 from .store import (
     Message,
+    SessionBusy,
     SessionRow,
     StoredMessage,
+    lease_timeout_seconds,
     message_row_values,
     session_from_row,
     stored_from_row,
@@ -83,6 +86,14 @@ TRANSCRIPT_SCHEMA = Schema(
             PRIMARY KEY (engine, session_id)
         );
         """,
+        # Version 2 (#13): the store's identity, one for every process of the deployment,
+        # and the record of a reset in progress.
+        """
+        CREATE TABLE transcript_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        INSERT INTO transcript_meta(key, value)
+            VALUES ('store_id', replace(gen_random_uuid()::text, '-', ''));
+        ALTER TABLE transcript_sessions ADD COLUMN reset_pending BOOLEAN NOT NULL DEFAULT FALSE;
+        """,
     ),
 )
 
@@ -91,7 +102,8 @@ _ROW_COLUMNS = (
     " m.tool_call_uid, m.origin, m.created_at"
 )
 _SESSION_COLUMNS = (
-    "session_id, parent_session_id, created_at, ended_at, turn_index, system_prompt, tools"
+    "session_id, parent_session_id, created_at, ended_at, turn_index, system_prompt, tools,"
+    " reset_pending"
 )
 
 
@@ -106,10 +118,13 @@ class PostgresTranscriptStore:
         self.target: PgTarget = parse_url(url)
         self.location = self.target.label
         self._pool = open_checked(self.target, TRANSCRIPT_SCHEMA)
+        (self.store_id,) = self._read(
+            "reading the store id", "SELECT value FROM transcript_meta WHERE key = 'store_id'"
+        )[0]
         self._lease_timeout = (
             lease_timeout
             if lease_timeout is not None
-            else float(os.environ.get(LEASE_TIMEOUT_ENV) or 30.0)
+            else float(os.environ.get(LEASE_TIMEOUT_ENV) or lease_timeout_seconds())
         )
         self._lease_lock = threading.Lock()
         self._lease_conn: Any = None
@@ -136,7 +151,7 @@ class PostgresTranscriptStore:
                 "SELECT pg_try_advisory_lock(%s)", (key,)
             ).fetchone()[0]:
                 if time.monotonic() >= deadline:
-                    raise TimeoutError(
+                    raise SessionBusy(
                         f"session {session_id!r} is open in another process on "
                         f"{self.location} (waited {self._lease_timeout:g}s); end it there, or "
                         f"raise {LEASE_TIMEOUT_ENV}"
@@ -180,6 +195,7 @@ class PostgresTranscriptStore:
         tools: list[dict[str, Any]] | None = None,
     ) -> SessionRow:
         self._acquire_lease(session_id)
+        fault_point("host.lease.acquired")
         try:
             return self._open_session(session_id, parent_session_id, system_prompt, tools)
         except BaseException:
@@ -301,6 +317,7 @@ class PostgresTranscriptStore:
             if rows and [(uid, digest) for _, uid, digest in existing] == wanted:
                 return [int(r[0]) for r in existing]
             ids = self._insert(conn, session_id, rows)
+            fault_point("store.append_live.mid_transaction")
             conn.cursor().executemany(
                 "INSERT INTO transcript_live(session_id, position, row_id) VALUES (%s, %s, %s)"
                 " ON CONFLICT (session_id, position) DO UPDATE SET row_id = EXCLUDED.row_id",
@@ -320,6 +337,34 @@ class PostgresTranscriptStore:
                     " AS t(rid, ord)",
                     (session_id, list(row_ids)),
                 )
+
+    def begin_reset(self, session_id: str) -> None:
+        with transaction(self._pool, self.target, f"resetting session {session_id!r}") as c:
+            self._fence(c, session_id)
+            c.execute(
+                "UPDATE transcript_sessions SET reset_pending = TRUE WHERE session_id = %s",
+                (session_id,),
+            )
+
+    def finish_reset(self, session_id: str) -> None:
+        with transaction(self._pool, self.target, f"resetting session {session_id!r}") as c:
+            self._fence(c, session_id)
+            c.execute("DELETE FROM transcript_live WHERE session_id = %s", (session_id,))
+            fault_point("store.finish_reset.mid_transaction")
+            c.execute(
+                "UPDATE transcript_sessions SET reset_pending = FALSE WHERE session_id = %s",
+                (session_id,),
+            )
+
+    def holds_message(self, session_id: str, message_uid: str) -> bool:
+        return bool(
+            self._read(
+                "looking up a message",
+                "SELECT 1 FROM transcript_messages WHERE message_uid = %s AND session_id = %s"
+                " LIMIT 1",
+                (message_uid, session_id),
+            )
+        )
 
     def live(self, session_id: str) -> list[StoredMessage]:
         rows = self._read(

@@ -3,17 +3,20 @@
 Records are appended as JSON lines to one file shared by every process using
 the same data directory, so ``ctxengine doctor`` in another process sees them.
 A quarantine lasts for the process that recorded it; the record outlives it.
+Appends are serialized across processes by a ``filelock`` lock file next to the log
+(``flock`` on POSIX, ``msvcrt`` on Windows: nothing here needs ``fcntl``).
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from filelock import FileLock
 
 from .paths import user_data_dir
 
@@ -47,13 +50,10 @@ class QuarantineLog:
         rec = QuarantineRecord(engine, method, reason[:2000], time.time(), os.getpid())
         line = json.dumps(asdict(rec)) + "\n"
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._lock, open(self.path, "a", encoding="utf-8") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            try:
-                fh.write(line)
-                fh.flush()
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+        file_lock = FileLock(self.path.with_name(self.path.name + ".lock"), thread_local=False)
+        with self._lock, file_lock, open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(line)
+            fh.flush()
         return rec
 
     def records(self, engine: str | None = None) -> list[QuarantineRecord]:

@@ -133,10 +133,13 @@ class Session:
 
     # ----------------------------------------------------------------- opening
 
-    def _start(self) -> None:
-        """``on_session_start`` and ``bootstrap`` for a freshly opened session."""
+    def _start(self, reset_pending: bool = False) -> None:
+        """``on_session_start``, an interrupted reset finished, then ``bootstrap``."""
         if self.guard.implements("on_session_start"):
             self.engine_call("on_session_start", session_id=self.session_id)
+        if reset_pending:
+            log.warning("session %s: finishing a reset a crash interrupted", self.session_id)
+            self._finish_reset()
         self._ensure_bootstrapped()
 
     def _ensure_bootstrapped(self) -> None:
@@ -606,15 +609,31 @@ class Session:
     # ------------------------------------------------------------- lifecycle
 
     def reset(self) -> None:
-        """Start over within the session: the live view empties (rows stay), counters zero."""
+        """Start over within the session: the live view empties (rows stay), counters zero.
+
+        Crash-safe across the engine's store and the transcript store: the reset is
+        recorded first, and a session reopened with the record still set finishes it
+        (docs/reliability.md, "Reset").
+        """
         with self._lock:
             self._check_open()
             self.wait_for_maintenance()
-            if self.guard.routes("on_session_reset"):
-                self.engine_call("on_session_reset")
-            self.host.store.replace_live(self.session_id, [])
-            self.live.clear()
-            self.turn_stats = TurnStats()
+            self.host.store.begin_reset(self.session_id)
+            fault_point("host.reset.after_begin")
+            self._finish_reset()
+
+    def _finish_reset(self) -> None:
+        """The engine resets, then the live view empties and the record is cleared.
+
+        Run again after a crash: an engine's ``on_session_reset`` must be idempotent
+        when nothing was added since (LCM keeps an empty conversation as it is).
+        """
+        if self.guard.routes("on_session_reset"):
+            self.engine_call("on_session_reset")
+        fault_point("host.reset.after_engine")
+        self.host.store.finish_reset(self.session_id)
+        self.live.clear()
+        self.turn_stats = TurnStats()
 
     def end(self, reason: str = "completed") -> None:
         """End the session: on_session_end, sub-agents ended, the engine clone disposed."""

@@ -11,7 +11,9 @@ embedded backend (one file, WAL). A PostgreSQL backend implements the same proto
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -21,14 +23,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from filelock import FileLock, Timeout
+
 from .faults import fault_point
 from .models import PERSISTENCE_ONLY_FIELDS
 from .paths import user_data_dir
+from .sqlite_schema import SchemaTooNew, SqliteSchema, upgrade
 
 Message = dict[str, Any]
 
-SCHEMA_VERSION = 1
 DEFAULT_STORE_NAME = "transcripts.db"
+#: Seconds ``open_session`` waits for a session another process holds (both backends).
+LEASE_TIMEOUT_ENV = "CTXENGINE_LEASE_TIMEOUT"
+DEFAULT_LEASE_TIMEOUT = 30.0
 
 
 def mint_uid() -> str:
@@ -132,12 +139,21 @@ class SessionRow:
     system_prompt: str | None
     tools: list[dict[str, Any]] | None
     created: bool = False
+    #: A ``reset()`` was begun and not finished (the process died in between).
+    reset_pending: bool = False
+
+
+class SessionBusy(TimeoutError):
+    """Another process holds the session (its lease) and did not release it in time."""
 
 
 class TranscriptStore(Protocol):
     """What the runtime needs from a transcript store; every method is thread-safe."""
 
     location: str
+    #: The store's persisted identity (not its path): created with the store, the same for
+    #: every process using it; engines key their own data by it (docs/reliability.md).
+    store_id: str
 
     def open_session(
         self,
@@ -164,6 +180,18 @@ class TranscriptStore(Protocol):
 
     def replace_live(self, session_id: str, row_ids: Sequence[int]) -> None: ...
 
+    def begin_reset(self, session_id: str) -> None:
+        """Record that a reset of the session started (the engine resets next)."""
+        ...
+
+    def finish_reset(self, session_id: str) -> None:
+        """Empty the live view and clear the reset record, in one commit."""
+        ...
+
+    def holds_message(self, session_id: str, message_uid: str) -> bool:
+        """Whether the session's transcript has a row with this uid (any version)."""
+        ...
+
     def live(self, session_id: str) -> list[StoredMessage]: ...
 
     def rows(self, session_id: str) -> list[StoredMessage]: ...
@@ -179,7 +207,7 @@ class TranscriptStore(Protocol):
     def close(self) -> None: ...
 
 
-_SCHEMA = """
+_SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS sessions (
     session_id TEXT PRIMARY KEY,
@@ -224,6 +252,16 @@ CREATE VIEW IF NOT EXISTS live_messages AS
     FROM live JOIN messages ON messages.row_id = live.row_id;
 """
 
+#: Version 2 (#13): the store's identity, and the record of a reset in progress.
+_SCHEMA_V2 = """
+ALTER TABLE sessions ADD COLUMN reset_pending INTEGER NOT NULL DEFAULT 0;
+INSERT OR IGNORE INTO meta(key, value) VALUES ('store_id', lower(hex(randomblob(16))));
+"""
+
+#: Append a step for every change of the stored data; never edit an old one.
+TRANSCRIPT_SQLITE_SCHEMA = SqliteSchema("transcript", (_SCHEMA_V1, _SCHEMA_V2))
+SCHEMA_VERSION = TRANSCRIPT_SQLITE_SCHEMA.latest
+
 _ROW_COLUMNS = (
     "row_id, message_uid, body, digest, absorbed_message_uids, tool_call_uids, tool_call_uid,"
     " origin, created_at"
@@ -237,10 +275,60 @@ def default_store_path(configured: str | None = None) -> Path:
     return user_data_dir() / DEFAULT_STORE_NAME
 
 
-class SQLiteTranscriptStore:
-    """The embedded transcript store: one SQLite file in WAL mode, one connection, one lock."""
+def lease_timeout_seconds() -> float:
+    """``CTXENGINE_LEASE_TIMEOUT`` or the default."""
+    return float(os.environ.get(LEASE_TIMEOUT_ENV) or DEFAULT_LEASE_TIMEOUT)
 
-    def __init__(self, path: str | Path) -> None:
+
+class SessionLeases:
+    """One process's leases on the sessions of one SQLite store: an OS file lock per
+    session (``filelock``: ``flock`` on POSIX, ``msvcrt`` on Windows), which the OS drops
+    when the process dies, so a crashed holder never blocks the next one."""
+
+    def __init__(self, store_path: Path, timeout: float) -> None:
+        self.directory = store_path.with_name(store_path.name + ".leases")
+        self.timeout = timeout
+        self._held: dict[str, FileLock] = {}
+        self._lock = threading.Lock()
+
+    def acquire(self, session_id: str, location: str) -> None:
+        with self._lock:
+            if session_id in self._held:
+                return
+            self.directory.mkdir(parents=True, exist_ok=True)
+            name = hashlib.blake2b(session_id.encode("utf-8"), digest_size=16).hexdigest()
+            lock = FileLock(self.directory / f"{name}.lock", thread_local=False)
+            try:
+                lock.acquire(timeout=self.timeout, poll_interval=0.02)
+            except Timeout:
+                raise SessionBusy(
+                    f"session {session_id!r} is open in another process on {location} "
+                    f"(waited {self.timeout:g}s); end it there, or raise {LEASE_TIMEOUT_ENV}"
+                ) from None
+            self._held[session_id] = lock
+
+    def release(self, session_id: str) -> None:
+        with self._lock:
+            lock = self._held.pop(session_id, None)
+        if lock is not None:
+            lock.release()
+
+    def release_all(self) -> None:
+        with self._lock:
+            held, self._held = list(self._held.values()), {}
+        for lock in held:
+            lock.release()
+
+
+class SQLiteTranscriptStore:
+    """The embedded transcript store: one SQLite file in WAL mode, one connection, one lock.
+
+    A session is leased by one process at a time (:class:`SessionLeases`): a second
+    process opening it waits ``CTXENGINE_LEASE_TIMEOUT`` seconds, then gets
+    :class:`SessionBusy`; the two can never write at the same live-view positions.
+    """
+
+    def __init__(self, path: str | Path, *, lease_timeout: float | None = None) -> None:
         self.path = Path(path).expanduser()
         self.location = str(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -252,21 +340,16 @@ class SQLiteTranscriptStore:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA foreign_keys=ON")
         with self._lock:
-            self._db.executescript(_SCHEMA)
-        with self._transaction():
-            self._check_schema()
-
-    def _check_schema(self) -> None:
-        row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        if row is None:
-            self._db.execute(
-                "INSERT INTO meta(key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
-            )
-        elif int(row[0]) > SCHEMA_VERSION:
-            raise RuntimeError(
-                f"transcript store {self.path} has schema version {row[0]}, newer than this "
-                f"ctxengine ({SCHEMA_VERSION}); upgrade ctxengine-host or use another [store] path"
-            )
+            try:
+                upgrade(self._db, TRANSCRIPT_SQLITE_SCHEMA, self.location)
+            except SchemaTooNew as exc:
+                self._db.close()
+                raise RuntimeError(f"{exc} ([store] path)") from None
+            (self.store_id,) = self._db.execute(
+                "SELECT value FROM meta WHERE key='store_id'"
+            ).fetchone()
+        timeout = lease_timeout if lease_timeout is not None else lease_timeout_seconds()
+        self._leases = SessionLeases(self.path, timeout)
 
     def _transaction(self) -> _Transaction:
         return _Transaction(self._db, self._lock)
@@ -280,6 +363,21 @@ class SQLiteTranscriptStore:
         parent_session_id: str | None = None,
         system_prompt: str | None = None,
         tools: list[dict[str, Any]] | None = None,
+    ) -> SessionRow:
+        self._leases.acquire(session_id, self.location)
+        fault_point("host.lease.acquired")
+        try:
+            return self._open_session(session_id, parent_session_id, system_prompt, tools)
+        except BaseException:
+            self._leases.release(session_id)
+            raise
+
+    def _open_session(
+        self,
+        session_id: str,
+        parent_session_id: str | None,
+        system_prompt: str | None,
+        tools: list[dict[str, Any]] | None,
     ) -> SessionRow:
         now = time.time()
         with self._transaction():
@@ -317,7 +415,7 @@ class SQLiteTranscriptStore:
     def _session(self, session_id: str) -> SessionRow | None:
         row = self._db.execute(
             "SELECT session_id, parent_session_id, created_at, ended_at, turn_index,"
-            " system_prompt, tools FROM sessions WHERE session_id = ?",
+            " system_prompt, tools, reset_pending FROM sessions WHERE session_id = ?",
             (session_id,),
         ).fetchone()
         if row is None:
@@ -343,6 +441,8 @@ class SQLiteTranscriptStore:
                     "UPDATE sessions SET ended_at = ?, updated_at = ? WHERE session_id = ?",
                     (now if ended else None, now, session_id),
                 )
+        if ended:
+            self._leases.release(session_id)
 
     def session_ids(self) -> list[str]:
         with self._lock:
@@ -388,6 +488,30 @@ class SQLiteTranscriptStore:
             self._db.executemany(
                 "INSERT INTO live(session_id, position, row_id) VALUES (?, ?, ?)",
                 [(session_id, i, row_id) for i, row_id in enumerate(row_ids)],
+            )
+
+    def begin_reset(self, session_id: str) -> None:
+        with self._transaction():
+            self._db.execute(
+                "UPDATE sessions SET reset_pending = 1 WHERE session_id = ?", (session_id,)
+            )
+
+    def finish_reset(self, session_id: str) -> None:
+        with self._transaction():
+            self.replace_live(session_id, [])
+            fault_point("store.finish_reset.mid_transaction")
+            self._db.execute(
+                "UPDATE sessions SET reset_pending = 0 WHERE session_id = ?", (session_id,)
+            )
+
+    def holds_message(self, session_id: str, message_uid: str) -> bool:
+        with self._lock:
+            return (
+                self._db.execute(
+                    "SELECT 1 FROM messages WHERE message_uid = ? AND session_id = ? LIMIT 1",
+                    (message_uid, session_id),
+                ).fetchone()
+                is not None
             )
 
     def live(self, session_id: str) -> list[StoredMessage]:
@@ -436,6 +560,7 @@ class SQLiteTranscriptStore:
             )
 
     def close(self) -> None:
+        self._leases.release_all()
         with self._lock:
             self._db.close()
 
@@ -481,8 +606,12 @@ def stored_from_row(row: Sequence[Any]) -> StoredMessage:
 
 
 def session_from_row(row: Sequence[Any], created: bool = False) -> SessionRow:
-    """A session row (the six plain columns, then tools as JSON text or NULL)."""
-    return SessionRow(*row[:6], json.loads(row[6]) if row[6] else None, created=created)
+    """A session row (the six plain columns, tools as JSON text or NULL, then optionally
+    the reset flag)."""
+    pending = bool(row[7]) if len(row) > 7 else False
+    return SessionRow(
+        *row[:6], json.loads(row[6]) if row[6] else None, created=created, reset_pending=pending
+    )
 
 
 class _Transaction:

@@ -8,16 +8,23 @@ sequence order and its summaries in creation order; import replays them through 
 summary to the run of context items it replaced), so any backend can be the target
 and the DAG, uids and active context come out the same. Sub-agent grants are
 short-lived and not moved.
+
+Histories are keyed by the transcript store they serve (``store_id``, see
+:func:`ctxengine_lcm.config.namespace_for`): export reads the source store's, import
+writes them under the target store's, so a history always follows its transcript.
+Each message keeps its version digest.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from .backend import open_lcm_store
-from .config import LcmConfig, resolve_database_path
+from .config import LcmConfig, namespace_for, resolve_database_path, session_key
+from .render import stored_digest
 from .store import ContextItem, LcmStore, NewMessage, NewSummary, StoredMessage, StoredSummary
 
 _MESSAGE_FIELDS = (
@@ -31,6 +38,7 @@ _MESSAGE_FIELDS = (
     "context_tokens",
     "externalized",
     "created_at",
+    "digest",
 )
 _SUMMARY_FIELDS = (
     "kind",
@@ -78,9 +86,35 @@ class LcmArchiver:
             self._store.close()
             self._store = None
 
-    def export_session(self, session_id: str) -> dict[str, Any] | None:
-        """The session's conversations, or None when it has no LCM history."""
-        ids = sorted(self.store.session_conversation_ids(session_id))
+    def _key(self, session_id: str, store_id: str | None) -> str:
+        return session_key(namespace_for(self.settings, store_id), session_id)
+
+    def _conversation_ids(
+        self,
+        session_id: str,
+        store_id: str | None,
+        holds: Callable[[str, str], bool] | None = None,
+    ) -> list[int]:
+        """The session's conversations in the store's namespace, and, when ``holds`` can
+        tell, the unclaimed ones from before namespaces whose newest message it holds."""
+        key = self._key(session_id, store_id)
+        ids = self.store.session_conversation_ids(key)
+        if key != session_id and holds is not None:
+            for conversation_id in self.store.session_conversation_ids(session_id):
+                newest = self.store.newest_message_uid(conversation_id)
+                if newest is not None and holds(session_id, newest):
+                    ids.append(conversation_id)
+        return sorted(ids)
+
+    def export_session(
+        self,
+        session_id: str,
+        store_id: str | None = None,
+        holds: Callable[[str, str], bool] | None = None,
+    ) -> dict[str, Any] | None:
+        """The conversations of the session of transcript store ``store_id``, or None when
+        it has no LCM history."""
+        ids = self._conversation_ids(session_id, store_id, holds)
         if not ids:
             return None
         return {"conversations": [self._export_conversation(i) for i in ids]}
@@ -118,15 +152,19 @@ class LcmArchiver:
             ],  # for verification
         }
 
-    def import_session(self, session_id: str, data: dict[str, Any]) -> bool:
-        """Replay the history into this store; False (nothing written) if it has one already."""
-        if self.store.session_conversation_ids(session_id):
+    def import_session(
+        self, session_id: str, data: dict[str, Any], store_id: str | None = None
+    ) -> bool:
+        """Replay the history into this store for the session of transcript store
+        ``store_id``; False (nothing written) if that session has one already."""
+        key = self._key(session_id, store_id)
+        if self.store.session_conversation_ids(key):
             return False
         for n, conversation in enumerate(data["conversations"]):
             target = (
-                self.store.current_conversation(session_id)
+                self.store.current_conversation(key)
                 if n == 0
-                else self.store.start_new_conversation(session_id)
+                else self.store.start_new_conversation(key)
             )
             self._import_conversation(target.id, conversation)
         return True
@@ -134,9 +172,7 @@ class LcmArchiver:
     def _import_conversation(self, conversation_id: int, data: dict[str, Any]) -> None:
         store = self.store
         rows = data["messages"]
-        store.append_messages(
-            conversation_id, [NewMessage(**{f: m[f] for f in _MESSAGE_FIELDS}) for m in rows]
-        )
+        store.append_messages(conversation_id, [_new_message(m) for m in rows])
         items = store.context_items(conversation_id)
         new_id = {("message", m["id"]): item.ref_id for m, item in zip(rows, items, strict=True)}
         for summary in data["summaries"]:
@@ -172,13 +208,22 @@ class LcmArchiver:
             "context_items": sum(len(c["context"]) for c in conversations),
         }
 
-    def counts(self, session_id: str) -> dict[str, int]:
+    def counts(self, session_id: str, store_id: str | None = None) -> dict[str, int]:
         """What verification compares: conversations, messages, summaries, context items."""
         out = {"conversations": 0, "messages": 0, "summaries": 0, "context_items": 0}
-        for conversation_id in self.store.session_conversation_ids(session_id):
+        for conversation_id in self._conversation_ids(session_id, store_id):
             stats = self.store.stats(conversation_id)
             out["conversations"] += 1
             out["messages"] += stats["stored_messages"]
             out["context_items"] += stats["context_items"]
             out["summaries"] += len(self._export_conversation(conversation_id)["summaries"])
         return out
+
+
+def _new_message(row: dict[str, Any]) -> NewMessage:
+    """An archived message; an archive written before digests were kept gets its digest
+    computed from what the message says."""
+    fields = {f: row[f] for f in _MESSAGE_FIELDS if f in row}
+    if not fields.get("digest"):
+        fields["digest"] = stored_digest(row["message_uid"], row["content"], row["extra_json"])
+    return NewMessage(**fields)

@@ -20,6 +20,10 @@ class LcmConfig(BaseModel):
     enabled: bool = True
     #: A file path, ``sqlite:///path``, or empty for ``<data dir>/lcm.db``.
     database: str | None = None
+    #: Whose conversations the database holds: by default the host's transcript store id
+    #: (so two applications sharing one database never share a session's history); set
+    #: it to name the owner yourself (letters, digits and ``._:/@-``).
+    namespace: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,199}$")
     #: Raw messages at the end of the context that compaction never touches.
     fresh_tail_messages: int = Field(64, ge=1)
     #: The fresh tail stops growing at this share of the threshold (the newest user turn is
@@ -94,3 +98,18 @@ def resolve_database_path(database: str | None, data_dir: Path) -> Path:
             "use a file path, sqlite:///path or postgresql://HOST/DATABASE"
         )
     return Path(database).expanduser()
+
+
+def namespace_for(settings: LcmConfig, store_id: str | None) -> str:
+    """Whose conversations an engine reads and writes: the configured namespace, else the
+    host's transcript store id, else "" (an engine without a host: unscoped keys)."""
+    if settings.namespace:
+        return settings.namespace
+    return f"store:{store_id}" if store_id else ""
+
+
+def session_key(namespace: str, session_id: str) -> str:
+    """A session's key in the LCM store, ``<namespace>#<session id>`` (session ids never
+    hold ``#``), or the bare id without a namespace (and for histories stored before
+    namespaces existed)."""
+    return f"{namespace}#{session_id}" if namespace else session_id

@@ -30,12 +30,13 @@ from ctxengine_host.models import (
     SummaryResult,
 )
 from ctxengine_host.shapes import message_time
+from ctxengine_host.tokens import message_digest
 
 from ._version import __version__
 from .assembly import SYSTEM_PROMPT_ADDITION, fit_to_budget, merge_leading
 from .backend import open_lcm_store
 from .compaction import Compactor
-from .config import LcmConfig, resolve_database_path
+from .config import LcmConfig, namespace_for, resolve_database_path, session_key
 from .render import context_message, derived_uid, large_output_stub, summary_message, to_new_message
 from .store import Appended, ContextItem, Conversation, Grant, LcmStore, NewMessage
 from .tools import TOOL_NAMES, TOOL_SCHEMAS, Access, ToolRunner
@@ -85,9 +86,9 @@ class LcmEngine(ContextEngine):
         #: extended by this engine's own appends; trusted only while the store's version
         #: is the same (another process may have changed the context).
         self._items: tuple[int, int, list[ContextItem]] | None = None
-        #: Uids this engine stored since its last catch-up (a few thousand at most): known
-        #: without asking the store (messages are never deleted).
-        self._stored_uids: set[str] = set()
+        #: Versions (uid, digest) this engine stored since its last catch-up (a few thousand
+        #: at most): known without asking the store (messages are never deleted).
+        self._stored_uids: set[tuple[str, str]] = set()
         self._rendered: dict[tuple[str, int], Message] = {}
         #: Exact token counts of the rendered messages, by object id (they live in _rendered).
         self._rendered_tokens: dict[int, int] = {}
@@ -114,6 +115,15 @@ class LcmEngine(ContextEngine):
                     self._store = open_lcm_store(self.settings, self.context.data_dir)
         return self._store
 
+    @property
+    def namespace(self) -> str:
+        """Whose conversations these are (:func:`~ctxengine_lcm.config.namespace_for`)."""
+        return namespace_for(self.settings, getattr(self.context, "store_id", None))
+
+    def session_key(self, session_id: str) -> str:
+        """The key of a session's rows in the LCM store."""
+        return session_key(self.namespace, session_id)
+
     def _use_session(self, session_id: str | None) -> None:
         if session_id and session_id != self._session_id:
             self._session_id = session_id
@@ -122,9 +132,45 @@ class LcmEngine(ContextEngine):
 
     def _conversation(self) -> int:
         if self._conversation_id is None:
-            session = self._session_id or DEFAULT_SESSION_ID
-            self._conversation_id = self.store.current_conversation(session).id
+            self._conversation_id = self._resolve_conversation(
+                self._session_id or DEFAULT_SESSION_ID
+            )
         return self._conversation_id
+
+    def _resolve_conversation(self, session_id: str) -> int:
+        """The session's current conversation in this namespace, after claiming the legacy
+        (unscoped) history the host's transcript proves is its own. A conversation whose
+        newest message the transcript does not hold is another history: it is left as it
+        is and a new generation starts (never merged with the live view)."""
+        store = self.store
+        key = self.session_key(session_id)
+        holds = getattr(self.context, "transcript_holds", None)
+        if key != session_id and holds is not None and not store.session_conversation_ids(key):
+            self._claim_legacy(session_id, key, holds)
+        conversation = store.current_conversation(key)
+        if holds is not None and conversation.message_count:
+            newest = store.newest_message_uid(conversation.id)
+            if newest is not None and not holds(session_id, newest):
+                _log.warning(
+                    "lcm: session %s: the stored conversation %d is not this transcript's "
+                    "history (its newest message %s is not in the transcript); starting a "
+                    "new conversation, the old one stays stored",
+                    session_id,
+                    conversation.id,
+                    newest,
+                )
+                conversation = store.start_new_conversation(key)
+        return conversation.id
+
+    def _claim_legacy(self, session_id: str, key: str, holds: Callable[[str, str], bool]) -> None:
+        """Move the conversations stored under the bare session id (before namespaces) whose
+        newest message this host's transcript holds into this namespace; others stay."""
+        store = self.store
+        for conversation_id in store.session_conversation_ids(session_id):
+            newest = store.newest_message_uid(conversation_id)
+            if newest is not None and holds(session_id, newest):
+                store.claim_conversation(conversation_id, key)
+                _log.info("lcm: session %s: claimed conversation %d", session_id, conversation_id)
 
     def _forget_caches(self) -> None:
         self._checked = None
@@ -145,7 +191,18 @@ class LcmEngine(ContextEngine):
     ) -> BootstrapResult:
         self._use_session(session_id)
         conversation_id = self._conversation()
-        if self.store.conversation(conversation_id).message_count == 0:
+        stored = self.store.conversation(conversation_id).message_count
+        if stored and not self._shares_history(conversation_id, messages):
+            _log.warning(
+                "lcm: session %s: the history to bootstrap does not hold the stored "
+                "conversation's newest message; starting a new conversation for it",
+                session_id,
+            )
+            conversation_id = self.store.start_new_conversation(self.session_key(session_id)).id
+            self._conversation_id = conversation_id
+            self._forget_caches()
+            stored = 0
+        if stored == 0:
             imported = self._store_messages(messages, whole_history=True)
         else:  # a history we hold part of: fill the gaps in place
             stamped = [
@@ -157,14 +214,26 @@ class LcmEngine(ContextEngine):
             imported = self._catch_up(stamped, limit=None)
         return BootstrapResult(bootstrapped=True, imported_messages=imported)
 
+    def _shares_history(self, conversation_id: int, messages: Sequence[Any]) -> bool:
+        """Whether ``messages`` holds the conversation's newest stored message (a history
+        without uids cannot be told apart: it is taken as the same one)."""
+        uids = {u for m in messages if (u := _uid(m))}
+        newest = self.store.newest_message_uid(conversation_id)
+        return not uids or newest is None or newest in uids
+
     def ingest(self, session_id: str, messages: list[Message]) -> IngestResult:
         self._use_session(session_id)
         return IngestResult(ingested=True, count=self._store_messages(messages))
 
     def on_session_reset(self) -> None:
+        """A new conversation generation; idempotent (a current conversation that holds no
+        message is kept), so the host may repeat it when a crash cut a reset short."""
         super().on_session_reset()
-        session = self._session_id or DEFAULT_SESSION_ID
-        self._conversation_id = self.store.start_new_conversation(session).id
+        key = self.session_key(self._session_id or DEFAULT_SESSION_ID)
+        current = self.store.current_conversation(key)
+        if current.message_count:
+            current = self.store.start_new_conversation(key)
+        self._conversation_id = current.id
         self._forget_caches()
 
     def prepare_subagent_spawn(
@@ -176,8 +245,12 @@ class LcmEngine(ContextEngine):
             return None
         now = time.time()
         expires = now + ttl_s if ttl_s else None
-        plans = [(parent_session_id, cfg.subagent_max_depth, cfg.subagent_token_cap)]
-        for inherited in self.store.active_grants(parent_session_id, now):
+        parent_key, child_key = (
+            self.session_key(parent_session_id),
+            self.session_key(child_session_id),
+        )
+        plans = [(parent_key, cfg.subagent_max_depth, cfg.subagent_token_cap)]
+        for inherited in self.store.active_grants(parent_key, now):
             if inherited.max_depth > 1:
                 left = max(0, inherited.token_cap - inherited.tokens_used)
                 plans.append(
@@ -188,18 +261,18 @@ class LcmEngine(ContextEngine):
                     )
                 )
         ids = [
-            self.store.create_grant(Grant(0, child_session_id, parent, depth, cap, 0, expires))
+            self.store.create_grant(Grant(0, child_key, parent, depth, cap, 0, expires))
             for parent, depth, cap in plans
         ]
 
         def rollback() -> None:
             for grant_id in ids:
-                self.store.revoke_grants(child_session_id, grant_id)
+                self.store.revoke_grants(child_key, grant_id)
 
         return rollback
 
     def on_subagent_ended(self, child_session_id: str, reason: str) -> None:
-        self.store.revoke_grants(child_session_id)
+        self.store.revoke_grants(self.session_key(child_session_id))
 
     def clone_for_agent(self) -> LcmEngine:
         """A fresh engine on the same database, with its own connection and budget figures."""
@@ -455,7 +528,7 @@ class LcmEngine(ContextEngine):
             self._note_appended(conversation_id, appended)
             if len(self._stored_uids) > CATCH_UP_LIMIT:  # a bulk load: not worth holding
                 self._stored_uids = set()
-            self._stored_uids.update(r.message_uid for r in records)
+            self._stored_uids.update((r.message_uid, r.digest) for r in records)
             added += len(appended.messages)
         return added
 
@@ -512,7 +585,7 @@ class LcmEngine(ContextEngine):
             missing = [
                 i
                 for i in range(start, len(messages))
-                if (uid := _uid(messages[i])) and not self._known(conversation_id, uid)
+                if _uid(messages[i]) and not self._known(conversation_id, messages[i])
             ]
         else:
             missing = self._walk_back(messages, conversation_id, limit)
@@ -534,20 +607,23 @@ class LcmEngine(ContextEngine):
     def _walk_back(
         self, messages: Sequence[Any], conversation_id: int, limit: int | None
     ) -> list[int]:
-        """Indexes (oldest first) of the view's messages whose uids are not stored."""
-        uids = {u for m in messages if (u := _uid(m))}
-        if not uids:  # nothing the store could lack: no need to read the message count
+        """Indexes (oldest first) of the view's messages whose versions are not stored."""
+        versions = _version_count(messages)
+        if not versions:  # nothing the store could lack: no need to read the message count
             return []
-        expected = len(uids) - self.store.conversation(conversation_id).message_count
+        expected = versions - self.store.conversation(conversation_id).message_count
         missing: list[int] = []
-        seen: set[str] = set()
+        seen: set[tuple[str, str]] = set()
         met_known = False
         for i in range(len(messages) - 1, -1, -1):
             uid = _uid(messages[i])
-            if not uid or uid in seen:
+            if not uid:
                 continue
-            seen.add(uid)
-            if self._known(conversation_id, uid):
+            version = (uid, message_digest(messages[i]))
+            if version in seen:
+                continue
+            seen.add(version)
+            if self._known(conversation_id, messages[i]):
                 met_known = True
             else:
                 missing.append(i)
@@ -558,8 +634,10 @@ class LcmEngine(ContextEngine):
         missing.reverse()
         return missing
 
-    def _known(self, conversation_id: int, uid: str) -> bool:
-        return uid in self._stored_uids or self.store.known_uid(conversation_id, uid)
+    def _known(self, conversation_id: int, message: Message) -> bool:
+        """Whether this version of ``message`` (its uid and what it says) is stored."""
+        version = (message["message_uid"], message_digest(message))
+        return version in self._stored_uids or self.store.known_version(conversation_id, *version)
 
     def _insert_missing(
         self, messages: Sequence[Any], missing: list[int], conversation_id: int
@@ -619,7 +697,7 @@ class LcmEngine(ContextEngine):
         return json.dumps(result, ensure_ascii=False)
 
     def _access(self) -> Access:
-        session = self._session_id or DEFAULT_SESSION_ID
+        session = self.session_key(self._session_id or DEFAULT_SESSION_ID)
         self._conversation()
         own, grants = self.store.access_scope(session, time.time())
         access = Access(own=own)
@@ -653,6 +731,19 @@ def _uid(message: Any) -> str | None:
         return None
     uid = message.get("message_uid")
     return uid if isinstance(uid, str) and uid else None
+
+
+def _version_count(messages: Sequence[Any]) -> int:
+    """Distinct (uid, digest) versions among ``messages``; only messages whose uid occurs
+    more than once are hashed (a whole view is walked once per new process)."""
+    by_uid: dict[str, list[Message]] = {}
+    for message in messages:
+        if uid := _uid(message):
+            by_uid.setdefault(uid, []).append(message)
+    return sum(
+        1 if len(group) == 1 else len({message_digest(m) for m in group})
+        for group in by_uid.values()
+    )
 
 
 def _leading_system(messages: Sequence[Any]) -> list[Message]:

@@ -27,6 +27,7 @@ from ctxengine_host.pg import (
 )
 
 from .faults import fault_point
+from .render import stored_digest
 from .search import Operand, query_structure
 from .sql import CONVERSATION_COLUMNS, MESSAGE_COLUMNS, POSTGRES, SUMMARY_COLUMNS
 from .store import (
@@ -49,6 +50,33 @@ from .store_common import (
 TS_CONFIG = "english"
 #: Longest prefix of a text that is indexed (tsvector values are capped at 1 MB).
 _INDEXED_CHARS = 400_000
+
+
+def _upgrade_v2(conn: Any) -> None:
+    """Version 2 (#13): a message's identity is (uid, digest); each old row gets the digest
+    of what it says, computed here in batches (inside the migration transaction)."""
+    conn.execute("ALTER TABLE lcm_messages ADD COLUMN digest TEXT")
+    last = 0
+    while True:
+        rows = conn.execute(
+            "SELECT id, message_uid, content, extra_json FROM lcm_messages WHERE id > %s "
+            "ORDER BY id LIMIT 1000",
+            (last,),
+        ).fetchall()
+        if not rows:
+            break
+        conn.execute(
+            "UPDATE lcm_messages m SET digest = t.digest FROM unnest(%s::bigint[], %s::text[]) "
+            "AS t(id, digest) WHERE m.id = t.id",
+            ([r[0] for r in rows], [stored_digest(r[1], r[2], r[3]) for r in rows]),
+        )
+        last = rows[-1][0]
+    conn.execute(
+        "ALTER TABLE lcm_messages ALTER COLUMN digest SET NOT NULL, "
+        "DROP CONSTRAINT lcm_messages_conversation_id_message_uid_key, "
+        "ADD CONSTRAINT lcm_messages_version UNIQUE (conversation_id, message_uid, digest)"
+    )
+
 
 LCM_SCHEMA = Schema(
     "lcm",
@@ -152,8 +180,10 @@ LCM_SCHEMA = Schema(
         EXCEPTION WHEN OTHERS THEN NULL;
         END $$;
         """,
+        _upgrade_v2,
     ),
 )
+
 
 #: Newest matches gathered for a recency search (at least ``limit``).
 _RECENT_CAP = 200
@@ -252,11 +282,11 @@ class PgLcmStore(StoreCommon):
 
     @staticmethod
     def _fresh(conn: Any, conversation_id: int, messages: Sequence[NewMessage]) -> list[NewMessage]:
-        """``messages`` whose uids are not stored yet (first of repeated uids kept)."""
+        """``messages`` whose versions are not stored yet (first of repeats kept)."""
         seen = {
-            r[0]
+            (r[0], r[1])
             for r in conn.execute(
-                "SELECT message_uid FROM lcm_messages WHERE conversation_id=%s "
+                "SELECT message_uid, digest FROM lcm_messages WHERE conversation_id=%s "
                 "AND message_uid = ANY(%s)",
                 (conversation_id, [m.message_uid for m in messages]),
             )
@@ -322,6 +352,7 @@ class PgLcmStore(StoreCommon):
                         m.context_tokens,
                         m.externalized,
                         m.created_at,
+                        m.digest,
                     )
                     for m in batch
                 ],
@@ -331,10 +362,11 @@ class PgLcmStore(StoreCommon):
         conn.execute(
             "INSERT INTO lcm_messages(conversation_id, seq, message_uid, role, content, "
             "extra_json, tool_call_id, tool_name, token_count, context_tokens, externalized, "
-            "created_at) SELECT %s, %s + n - 1, uid, role, content, extra, call_id, tool, tok, "
-            "ctx, ext, at FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], "
-            "%s::text[], %s::text[], %s::int[], %s::int[], %s::bool[], %s::float8[]) "
-            "WITH ORDINALITY AS t(uid, role, content, extra, call_id, tool, tok, ctx, ext, at, n)",
+            "created_at, digest) SELECT %s, %s + n - 1, uid, role, content, extra, call_id, "
+            "tool, tok, ctx, ext, at, dig FROM unnest(%s::text[], %s::text[], %s::text[], "
+            "%s::text[], %s::text[], %s::text[], %s::int[], %s::int[], %s::bool[], "
+            "%s::float8[], %s::text[]) WITH ORDINALITY "
+            "AS t(uid, role, content, extra, call_id, tool, tok, ctx, ext, at, dig, n)",
             (conversation_id, first_seq, *[list(c) for c in columns]),
         )
 
@@ -350,7 +382,7 @@ class PgLcmStore(StoreCommon):
     ) -> StoredMessage | None:
         rows = self._read(
             f"SELECT {MESSAGE_COLUMNS} FROM lcm_messages WHERE conversation_id = ANY(%s) AND "
-            "message_uid=%s ORDER BY conversation_id DESC LIMIT 1",
+            "message_uid=%s ORDER BY conversation_id DESC, seq DESC LIMIT 1",
             (list(conversation_ids), message_uid),
         )
         return message_from_row(rows[0]) if rows else None

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ctxengine_host.messages import content_text
+from ctxengine_host.tokens import message_digest
 
 from .store import NewMessage, StoredMessage, StoredSummary
 
@@ -83,7 +84,18 @@ def to_new_message(
         context_tokens=stub_tokens if stub_tokens is not None else token_count,
         externalized=stub_tokens is not None,
         created_at=created_at,
+        digest=message_digest(message),
     )
+
+
+def stored_digest(message_uid: str, content: str, extra_json: str) -> str:
+    """The version digest of a stored row, as :func:`to_new_message` computed it from the
+    message (used to fill in the digest of rows stored before it was kept)."""
+    message = json.loads(extra_json)
+    if "content" not in message:
+        message["content"] = content
+    message.setdefault("message_uid", message_uid)
+    return message_digest(message)
 
 
 def verbatim_message(stored: StoredMessage) -> Message:

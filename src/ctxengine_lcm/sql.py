@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 MESSAGE_COLUMNS = (
     "id, conversation_id, seq, message_uid, role, content, extra_json, tool_call_id, "
-    "tool_name, token_count, context_tokens, externalized, created_at"
+    "tool_name, token_count, context_tokens, externalized, created_at, digest"
 )
 SUMMARY_COLUMNS = (
     "id, conversation_id, kind, depth, content, token_count, earliest_at, latest_at, "

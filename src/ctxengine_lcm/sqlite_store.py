@@ -17,7 +17,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
+from ctxengine_host.sqlite_schema import SchemaTooNew, SqliteSchema, upgrade
+
 from .faults import fault_point
+from .render import stored_digest
 from .search import query_operands
 from .sql import CONVERSATION_COLUMNS, MESSAGE_COLUMNS, SQLITE, SUMMARY_COLUMNS
 from .store import (
@@ -35,9 +38,7 @@ from .store_common import (
     message_from_row,
 )
 
-SCHEMA_VERSION = "1"
-
-_SCHEMA = """
+_SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS conversations(
     id INTEGER PRIMARY KEY,
@@ -143,6 +144,54 @@ CREATE TRIGGER IF NOT EXISTS summaries_fts_delete AFTER DELETE ON summaries BEGI
 END;
 """
 
+_MESSAGES_FTS_DELETE = """
+CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, content) VALUES ('delete', old.id, old.content);
+END
+"""
+_V1_MESSAGE_COLUMNS = MESSAGE_COLUMNS.removesuffix(", digest")
+
+
+def _upgrade_v2(conn: sqlite3.Connection) -> None:
+    """Version 2 (#13): a message's identity is (uid, digest). The table is rebuilt (SQLite
+    cannot drop a UNIQUE constraint) with the same row ids, so the full-text index, the
+    lineage and the context items stay valid; each old row gets the digest of what it says."""
+    conn.execute("DROP TRIGGER IF EXISTS messages_fts_delete")
+    conn.execute(
+        """CREATE TABLE messages_v2(
+            id INTEGER PRIMARY KEY,
+            conversation_id INTEGER NOT NULL,
+            seq INTEGER NOT NULL,
+            message_uid TEXT NOT NULL,
+            role TEXT NOT NULL,
+            content TEXT NOT NULL,
+            extra_json TEXT NOT NULL,
+            tool_call_id TEXT,
+            tool_name TEXT,
+            token_count INTEGER NOT NULL,
+            context_tokens INTEGER NOT NULL,
+            externalized INTEGER NOT NULL DEFAULT 0,
+            created_at REAL NOT NULL,
+            digest TEXT NOT NULL,
+            UNIQUE(conversation_id, message_uid, digest),
+            UNIQUE(conversation_id, seq)
+        )"""
+    )
+    rows = conn.execute(f"SELECT {_V1_MESSAGE_COLUMNS} FROM messages ORDER BY id")
+    while batch := rows.fetchmany(1000):
+        conn.executemany(
+            f"INSERT INTO messages_v2({MESSAGE_COLUMNS}) VALUES ({SQLITE.marks(14)})",
+            [(*r, stored_digest(r[3], r[5], r[6])) for r in batch],
+        )
+    conn.execute("DROP TABLE messages")
+    conn.execute("ALTER TABLE messages_v2 RENAME TO messages")
+    conn.execute(_MESSAGES_FTS_DELETE)
+
+
+#: Append a step for every change of the stored data; never edit an old one.
+LCM_SQLITE_SCHEMA = SqliteSchema("lcm", (_SCHEMA_V1, _upgrade_v2))
+SCHEMA_VERSION = str(LCM_SQLITE_SCHEMA.latest)
+
 #: WAL pages between automatic checkpoints (4 KiB pages: ~40 MB).
 WAL_CHECKPOINT_PAGES = 10_000
 #: Ids per ``IN (...)`` list.
@@ -198,27 +247,16 @@ class SqliteStore(StoreCommon):
         conn.execute(f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_PAGES}")
         with self._lock:
             try:
-                conn.executescript(f"BEGIN IMMEDIATE; {_SCHEMA} COMMIT;")
+                upgrade(conn, LCM_SQLITE_SCHEMA, f"LCM store {self.path}")
+            except SchemaTooNew as exc:
+                raise StoreError(f"{exc} ([engines.lcm] database)") from None
             except sqlite3.OperationalError as exc:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
                 if "fts5" in str(exc):
                     raise StoreError(
                         "this Python's sqlite3 has no FTS5; install a Python built with a "
                         "SQLite that includes FTS5"
                     ) from exc
                 raise
-            row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-            if row is None:
-                conn.execute(
-                    "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)",
-                    (SCHEMA_VERSION,),
-                )
-            elif row[0] != SCHEMA_VERSION:
-                raise StoreError(
-                    f"LCM store {self.path} has schema version {row[0]}, this engine uses "
-                    f"{SCHEMA_VERSION}; upgrade ctxengine-lcm or use another database file"
-                )
 
     def close(self) -> None:
         with self._lock:
@@ -287,8 +325,8 @@ class SqliteStore(StoreCommon):
     def _fresh(
         self, conn: sqlite3.Connection, conversation_id: int, messages: Sequence[NewMessage]
     ) -> list[NewMessage]:
-        """``messages`` whose uids are not stored yet (first of repeated uids kept)."""
-        seen = self._existing_uids(conn, conversation_id, [m.message_uid for m in messages])
+        """``messages`` whose versions are not stored yet (first of repeats kept)."""
+        seen = self._existing_versions(conn, conversation_id, [m.message_uid for m in messages])
         return first_unseen(messages, seen)
 
     @staticmethod
@@ -325,13 +363,14 @@ class SqliteStore(StoreCommon):
                 m.context_tokens,
                 int(m.externalized),
                 m.created_at,
+                m.digest,
             )
             for n, m in enumerate(fresh)
         ]
         insert = (
             "INSERT INTO messages(conversation_id, seq, message_uid, role, content, "
             "extra_json, tool_call_id, tool_name, token_count, context_tokens, "
-            "externalized, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
+            "externalized, created_at, digest) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
         )
         half = len(rows) // 2
         conn.executemany(insert, rows[:half])
@@ -368,14 +407,17 @@ class SqliteStore(StoreCommon):
         return appended(conversation_id, fresh, first_seq, items, version)
 
     @staticmethod
-    def _existing_uids(conn: sqlite3.Connection, conversation_id: int, uids: list[str]) -> set[str]:
-        found: set[str] = set()
+    def _existing_versions(
+        conn: sqlite3.Connection, conversation_id: int, uids: list[str]
+    ) -> set[tuple[str, str]]:
+        """The stored (uid, digest) versions of the given uids."""
+        found: set[tuple[str, str]] = set()
         for start in range(0, len(uids), _ID_BATCH):
             batch = uids[start : start + _ID_BATCH]
             found.update(
-                r[0]
+                (r[0], r[1])
                 for r in conn.execute(
-                    "SELECT message_uid FROM messages WHERE conversation_id=? AND "
+                    "SELECT message_uid, digest FROM messages WHERE conversation_id=? AND "
                     f"message_uid IN ({SQLITE.marks(len(batch))})",
                     [conversation_id, *batch],
                 )
@@ -402,7 +444,8 @@ class SqliteStore(StoreCommon):
     ) -> StoredMessage | None:
         for conversation_id in sorted(conversation_ids, reverse=True):
             rows = self._read(
-                f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE conversation_id=? AND message_uid=?",
+                f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE conversation_id=? AND message_uid=?"
+                " ORDER BY seq DESC LIMIT 1",
                 (conversation_id, message_uid),
             )
             if rows:

@@ -30,6 +30,9 @@ class NewMessage:
     context_tokens: int
     externalized: bool
     created_at: float
+    #: The version of the message (``ctxengine_host.tokens.message_digest``): a message's
+    #: identity is (uid, digest), so a new version under a known uid is stored too.
+    digest: str = ""
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,7 @@ class StoredMessage:
     context_tokens: int
     externalized: bool
     created_at: float
+    digest: str = ""
 
 
 @dataclass(frozen=True)
@@ -167,9 +171,19 @@ class LcmStore(Protocol):
     def start_new_conversation(self, session_id: str) -> Conversation: ...
     def conversation(self, conversation_id: int) -> Conversation: ...
     def session_conversation_ids(self, session_id: str) -> list[int]: ...
+    def newest_message_uid(self, conversation_id: int) -> str | None:
+        """The uid of the conversation's last message in history order (None: empty)."""
+        ...
+
+    def claim_conversation(self, conversation_id: int, session_key: str) -> None:
+        """Move a conversation to another session key (a legacy one to its namespace)."""
+        ...
 
     # Messages.
-    def known_uid(self, conversation_id: int, message_uid: str) -> bool: ...
+    def known_version(self, conversation_id: int, message_uid: str, digest: str) -> bool:
+        """Whether this version (uid and digest) of a message is stored."""
+        ...
+
     def append_messages(self, conversation_id: int, messages: Sequence[NewMessage]) -> int: ...
     def append(self, conversation_id: int, messages: Sequence[NewMessage]) -> Appended:
         """``append_messages``, telling what was stored and the context version it made."""

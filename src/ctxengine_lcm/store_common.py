@@ -38,7 +38,7 @@ class DeadlinePassed(Exception):
 
 def message_from_row(row: Sequence[Any]) -> StoredMessage:
     """A message row (``_MESSAGE_COLUMNS`` order); ``externalized`` is stored as an integer."""
-    return StoredMessage(*row[:11], bool(row[11]), row[12])
+    return StoredMessage(*row[:11], bool(row[11]), row[12], row[13])
 
 
 def summary_insert_params(conversation_id: int, summary: NewSummary) -> tuple[Any, ...]:
@@ -73,12 +73,14 @@ def grant_insert_params(grant: Grant) -> tuple[Any, ...]:
     )
 
 
-def first_unseen(messages: Sequence[NewMessage], seen: set[str]) -> list[NewMessage]:
-    """``messages`` whose uids are not in ``seen`` (stored already), first of repeats kept."""
+def first_unseen(messages: Sequence[NewMessage], seen: set[tuple[str, str]]) -> list[NewMessage]:
+    """``messages`` whose versions (uid, digest) are not in ``seen`` (stored already),
+    first of repeats kept."""
     fresh: list[NewMessage] = []
     for m in messages:
-        if m.message_uid not in seen:
-            seen.add(m.message_uid)
+        version = (m.message_uid, m.digest)
+        if version not in seen:
+            seen.add(version)
             fresh.append(m)
     return fresh
 
@@ -184,14 +186,32 @@ class StoreCommon:
         )
         return [r[0] for r in rows]
 
+    def newest_message_uid(self, conversation_id: int) -> str | None:
+        d = self._sql
+        rows = self._read(
+            f"SELECT message_uid FROM {d.messages} WHERE conversation_id={d.p} "
+            "ORDER BY seq DESC LIMIT 1",
+            (conversation_id,),
+        )
+        return rows[0][0] if rows else None
+
+    def claim_conversation(self, conversation_id: int, session_key: str) -> None:
+        d = self._sql
+        with self._tx("claiming a conversation") as conn:
+            conn.execute(
+                f"UPDATE {d.conversations} SET session_id={d.p} WHERE id={d.p}",
+                (session_key, conversation_id),
+            )
+
     # Messages.
 
-    def known_uid(self, conversation_id: int, message_uid: str) -> bool:
+    def known_version(self, conversation_id: int, message_uid: str, digest: str) -> bool:
         d = self._sql
         return bool(
             self._read(
-                f"SELECT 1 FROM {d.messages} WHERE conversation_id={d.p} AND message_uid={d.p}",
-                (conversation_id, message_uid),
+                f"SELECT 1 FROM {d.messages} WHERE conversation_id={d.p} AND message_uid={d.p} "
+                f"AND digest={d.p}",
+                (conversation_id, message_uid, digest),
             )
         )
 
@@ -268,7 +288,8 @@ class StoreCommon:
             ).fetchone()
             return 1, first_ordinal
         row = conn.execute(
-            f"SELECT id, seq FROM {d.messages} WHERE conversation_id={d.p} AND message_uid={d.p}",
+            f"SELECT id, seq FROM {d.messages} WHERE conversation_id={d.p} AND message_uid={d.p} "
+            "ORDER BY seq DESC LIMIT 1",
             (conversation_id, after_uid),
         ).fetchone()
         if row is None or row[1] >= count:

@@ -60,13 +60,13 @@ def test_checks_after_the_first_cost_one_lookup_per_message_stored_elsewhere(tmp
     engine.ingest(SESSION, live)
     engine.select_context(live, conversation_messages=live, budget_tokens=900_000)
     lookups: list[str] = []
-    known = engine.store.known_uid
+    known = engine.store.known_version
 
-    def counting(conversation_id: int, uid: str) -> bool:
+    def counting(conversation_id: int, uid: str, digest: str) -> bool:
         lookups.append(uid)
-        return known(conversation_id, uid)
+        return known(conversation_id, uid, digest)
 
-    engine.store.known_uid = counting
+    engine.store.known_version = counting
     new = turn(50, words=20)
     engine.ingest(SESSION, new)
     live += new
@@ -82,8 +82,8 @@ def test_checks_after_the_first_cost_one_lookup_per_message_stored_elsewhere(tmp
     # A fresh engine (no mark yet) with nothing missing stops at the newest known uid.
     fresh = make_engine(tmp_path, database=database, context_length=1_000_000)
     lookups.clear()
-    known = fresh.store.known_uid
-    fresh.store.known_uid = counting
+    known = fresh.store.known_version
+    fresh.store.known_version = counting
     fresh.select_context(live, conversation_messages=live, budget_tokens=900_000)
     assert lookups == [live[-1]["message_uid"]]
 

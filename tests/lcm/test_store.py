@@ -20,7 +20,7 @@ def test_store_operations_agree(tmp_path, database):
         assert store.append_messages(conv.id, [message]) == 1
         found = store.message_by_uid([conv.id], "u1")
         assert found is not None and found.seq == 1 and found.content == "needle in text"
-        assert store.known_uid(conv.id, "u1") and not store.known_uid(conv.id, "u2")
+        assert store.known_version(conv.id, "u1", "") and not store.known_version(conv.id, "u2", "")
         hits = store.search_fulltext([conv.id], '"needle"', "messages", None, None, 5, False, 100)
         assert [h.id for h in hits] == [found.id]
         assert [h.id for h in store.scan_recent([conv.id], "messages", None, None, 10)] == [

@@ -11,7 +11,7 @@ import pytest
 
 from ctxengine_host.host import ContextHost
 
-from .fixtures import fresh_schema_url
+from .fixtures import fresh_schema_url, pg_connect
 from .worker import run_turn
 
 CLI = [sys.executable, "-m", "ctxengine_host.cli"]
@@ -80,7 +80,7 @@ def test_migrate_creates_then_reports_current_and_doctor_shows_it(pg_database, t
     doctor = ctxengine("doctor", "--json", cwd=tmp_path)
     storage = json.loads(doctor.stdout)["storage"]
     assert storage["transcripts"]["backend"] == "postgresql"
-    assert storage["lcm"]["schema"]["lcm"] == {"applied": 1, "latest": 1, "current": True}
+    assert storage["lcm"]["schema"]["lcm"] == {"applied": 2, "latest": 2, "current": True}
     assert json.loads(doctor.stdout)["quarantine"]["path"].startswith("postgresql://")
 
 
@@ -140,6 +140,13 @@ def test_export_sqlite_import_postgres_and_back_round_trips(pg_url, tmp_path):
     ctxengine("export", str(third), "--store", str(back / "t.db"),
               "--engine-db", f"lcm={back / 'lcm.db'}", cwd=back)  # fmt: skip
     assert normalized(third) == normalized(first)
+    # Each archive names its source store; an import files the LCM history under the
+    # target store's id, never the source's (a copy never shares history with its original).
+    ids = [json.loads(a.read_text().splitlines()[0])["store_id"] for a in (first, second, third)]
+    assert len(set(ids)) == 3
+    with pg_connect(pg_url) as conn:
+        keys = {r[0] for r in conn.execute("SELECT session_id FROM lcm_conversations")}
+    assert keys == {f"store:{ids[1]}#{sid}" for sid in ("alpha", "beta", "gamma")}
 
     again = ctxengine("import", str(first), "--store", pg_url, "--engine-db", f"lcm={pg_url}",
                       cwd=source)  # fmt: skip

@@ -98,8 +98,8 @@ def test_four_processes_one_killed_mid_turn_and_resumed(pg_url, tmp_path):
                     r[0]
                     for r in conn.execute(
                         "SELECT m.message_uid FROM lcm_messages m JOIN lcm_conversations c "
-                        "ON c.id = m.conversation_id WHERE c.session_id=%s ORDER BY m.seq",
-                        (sid,),
+                        "ON c.id = m.conversation_id WHERE c.session_id LIKE %s ORDER BY m.seq",
+                        (f"%#{sid}",),  # keyed by the transcript store's id
                     )
                 ]
                 assert rows == expected, f"{sid}: transcript rows lost, duplicated or reordered"

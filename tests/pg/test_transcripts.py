@@ -131,10 +131,14 @@ def test_a_schema_one_version_behind_is_named_and_migrate_fixes_it(pg_url):
         "transcripts",
         (*TRANSCRIPT_SCHEMA.steps, "ALTER TABLE transcript_sessions ADD COLUMN note TEXT"),
     )
-    with pg.connect(target) as conn, pytest.raises(pg.SchemaBehindError, match=r"version 1;"):
+    with (
+        pg.connect(target) as conn,
+        pytest.raises(pg.SchemaBehindError, match=rf"version {TRANSCRIPT_SCHEMA.latest};"),
+    ):
         pg.check_schema(conn, target, newer)
     steps = pg.migrate(target, [newer])
-    assert [(s.before, s.after) for s in steps] == [(1, 2)]
+    latest = TRANSCRIPT_SCHEMA.latest
+    assert [(s.before, s.after) for s in steps] == [(latest, latest + 1)]
     with pg.connect(target) as conn:
         pg.check_schema(conn, target, newer)
         with pytest.raises(pg.SchemaBehindError, match="newer than this ctxengine"):

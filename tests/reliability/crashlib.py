@@ -58,10 +58,13 @@ POINTS: dict[str, dict[str, int]] = {
         "lcm.sweep.before_commit": 3,
         "lcm.sweep.after_commit": 3,
         "host.maintain.background": 4,
+        # Killed holding the session's lease: the next child must get it at once.
+        "host.lease.acquired": 1,
     },
     "legacy": {
         "store.append_live.mid_transaction": 16,
         "host.ingest.before_engine": 16,
+        "host.lease.acquired": 1,
     },
 }
 
@@ -236,8 +239,9 @@ def lcm_uids(db: Path) -> list[str]:
             r[0]
             for r in conn.execute(
                 "SELECT m.message_uid FROM messages m JOIN conversations c ON "
-                "c.id = m.conversation_id WHERE c.session_id=? AND c.is_current=1 ORDER BY m.seq",
-                (SESSION,),
+                "c.id = m.conversation_id WHERE c.session_id LIKE ? AND c.is_current=1 "
+                "ORDER BY m.seq",
+                (f"%#{SESSION}",),  # keyed by the transcript store's id
             )
         ]
     finally:

@@ -1,8 +1,8 @@
 """Crash safety: SIGKILL at every named fault point, reopen, check, resume, repeat.
 
 Two seeded campaigns (``crashlib.py``) run in subprocesses, each on its own databases:
-the LCM engine (6 points x 9 kills) and the legacy engine, whose compactions rewrite the
-host's live view (2 points x 9 kills): 72 kills in all. See crashlib's docstring.
+the LCM engine (7 points x 9 kills) and the legacy engine, whose compactions rewrite the
+host's live view (3 points x 9 kills): 90 kills in all. See crashlib's docstring.
 """
 
 from __future__ import annotations

@@ -140,8 +140,8 @@ def lcm_uids(db, session_id: str) -> list[str]:
             r[0]
             for r in conn.execute(
                 "SELECT m.message_uid FROM messages m JOIN conversations c ON c.id = "
-                "m.conversation_id WHERE c.session_id = ? ORDER BY c.generation, m.seq",
-                (session_id,),
+                "m.conversation_id WHERE c.session_id LIKE ? ORDER BY c.generation, m.seq",
+                (f"%#{session_id}",),  # keyed by the transcript store's id
             )
         ]
     finally:

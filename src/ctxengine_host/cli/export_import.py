@@ -7,6 +7,9 @@ group ``ctxengine.archivers``; LCM does). Export from SQLite and import into
 PostgreSQL to move up (or back). Import never overwrites: a session the target
 already has is skipped. Both commands end by counting what the target holds.
 Row timestamps are set at import time; uids, digests, order and content are kept.
+The header names the source store's ``store_id``; engines file an imported history
+under the target store's id (an engine history follows its transcript, never the
+source's identity, so a copy never shares history with its original).
 """
 
 from __future__ import annotations
@@ -134,7 +137,7 @@ def export_session(store: Any, archivers: dict[str, Any], session_id: str) -> di
     index = {r.row_id: n for n, r in enumerate(rows)}
     engines = {}
     for name, archiver in archivers.items():
-        data = archiver.export_session(session_id)
+        data = archiver.export_session(session_id, store.store_id, store.holds_message)
         if data is not None:
             engines[name] = data
     return {
@@ -168,7 +171,12 @@ def run_export(args: argparse.Namespace) -> int:
         progress = Progress(len(ids), "export")
         totals = _zero_totals()
         with open(args.file, "w", encoding="utf-8") as out:
-            header = {"format": FORMAT, "version": VERSION, "sessions": len(ids)}
+            header = {
+                "format": FORMAT,
+                "version": VERSION,
+                "sessions": len(ids),
+                "store_id": store.store_id,
+            }
             out.write(json.dumps(header) + "\n")
             for session_id in ids:
                 record = export_session(store, archivers, session_id)
@@ -205,7 +213,7 @@ def import_session(store: Any, archivers: dict[str, Any], record: dict[str, Any]
         store.mark_bootstrapped(engine, session_id)
     for name, data in record["engines"].items():
         if name in archivers:
-            archivers[name].import_session(session_id, data)
+            archivers[name].import_session(session_id, data, store.store_id)
     store.update_session(session_id, turn_index=info["turn_index"], ended=True)
     if not info["ended"]:
         store.update_session(session_id, ended=False)
@@ -306,7 +314,7 @@ def _target_counts(store: Any, archivers: dict[str, Any], session_id: str) -> di
         "live": len(store.live(session_id)),
     }
     for name, archiver in archivers.items():
-        found = archiver.counts(session_id)
+        found = archiver.counts(session_id, store.store_id)
         if found["conversations"]:
             for key, value in found.items():
                 counts[f"{name}_{key}"] = value
