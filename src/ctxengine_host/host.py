@@ -229,7 +229,12 @@ class ContextHost:
         from .slot import ResolvedEngine
 
         spec = WorkerSpec(
-            choice, self.config, str(self.data_dir), self.counter.model, self.counter.encoding_name
+            choice,
+            self.config,
+            str(self.data_dir),
+            self.counter.model,
+            self.counter.encoding_name,
+            store_id=getattr(self.store, "store_id", None),
         )
         try:
             engine = start_process_engine(spec, self.timeouts, self._engine_service)
@@ -256,6 +261,8 @@ class ContextHost:
         """A host service called by an engine in a worker process."""
         if name == "summarize":
             return self._summarize(**kwargs)
+        if name == "transcript_holds":
+            return self.store.holds_message(kwargs["session_id"], kwargs["uid"])
         raise ValueError(f"unknown host service {name!r}")
 
     def _load_default(self) -> Any:

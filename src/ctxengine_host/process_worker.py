@@ -62,6 +62,9 @@ class WorkerSpec:
     encoding: str
     clone: bool = False
     expect_name: str | None = None
+    #: The transcript store's identity: an engine in a worker keys its history by it
+    #: (issue #13: never by session id alone); ``transcript_holds`` is a service call.
+    store_id: str | None = None
     replay: list[tuple[Any, ...]] = field(default_factory=list)
 
 
@@ -166,6 +169,12 @@ class _Worker:
         kwargs.update(focus_topic=focus_topic, previous=previous)
         return self.service("summarize", kwargs)
 
+    def transcript_holds(self, session_id: str, message_uid: str) -> bool:
+        """Whether the host's transcript holds the message, asked over the pipe."""
+        return bool(
+            self.service("transcript_holds", {"session_id": session_id, "uid": message_uid})
+        )
+
     def service(self, name: str, kwargs: dict[str, Any]) -> Any:
         """A host service, called during the engine call being served."""
         self.conn.send(("service", name, kwargs))
@@ -184,6 +193,8 @@ class _Worker:
             data_dir=Path(self.spec.data_dir) / "engines" / engine_name,
             count_tokens=counter.count_any,
             summarize=self.summarize,
+            store_id=self.spec.store_id,
+            transcript_holds=self.transcript_holds if self.spec.store_id else None,
         )
 
     # ------------------------------------------------------------ building

@@ -273,6 +273,42 @@ def test_the_lcm_entry_point_runs_in_a_worker_with_its_own_database(make_host, t
     assert list((tmp_path / "data" / "engines" / "lcm").iterdir())  # opened in the worker
 
 
+def test_lcm_in_a_worker_keys_its_history_by_the_transcript_store(tmp_path, plugins_dir):
+    """Issue #13 item 1 across the process boundary: two applications with their own
+    transcript stores and one LCM database never share a session, in process mode too."""
+    shared = tmp_path / "shared-lcm.db"
+    lcm_block = {"engines.lcm": f'database = "{shared}"'}
+    config = isolation_config(
+        plugins_dir, '[isolation.engines.lcm]\nmode = "process"\n', **lcm_block
+    )
+
+    def app(name: str) -> ContextHost:
+        return ContextHost(
+            "lcm",
+            model="gpt-4",
+            context_length=8192,
+            config=config,
+            store_path=tmp_path / f"{name}.db",
+            data_dir=tmp_path / f"data-{name}",
+            quarantine=QuarantineLog(tmp_path / f"{name}-quarantine.jsonl"),
+            observers=[],
+        )
+
+    with app("a") as a, a.open_session("chat") as chat:
+        one_turn(chat, "my bank PIN is 4711")
+    with app("b") as b, b.open_session("chat") as chat:
+        chat.add_user_message("what do you know about me?")
+        sent = json.dumps(chat.build_request().messages)
+        assert b.engine.__class__.__name__ != "LcmEngine", "the engine runs in a worker"
+    assert "4711" not in sent
+    import sqlite3
+
+    keys = sorted(
+        r[0] for r in sqlite3.connect(shared).execute("SELECT session_id FROM conversations")
+    )
+    assert len(keys) == 2 and all(k.startswith("store:") and k.endswith("#chat") for k in keys)
+
+
 def test_a_long_background_maintain_delays_the_next_call_without_a_quarantine(make_host):
     host = make_host("background", '[isolation]\nmode = "process"\n')
     session = host.open_session("bg")
