@@ -43,8 +43,12 @@ class ContractSpec:
         force: bool = False,
         runtime_settings: Any = None,
         deadline: float | None = None,
+        memory_context: str = "",
     ) -> Any:
-        """Compact the history; return a message list or a ``CompactResult``."""
+        """Compact the history; return a message list or a ``CompactResult``.
+
+        ``memory_context`` is the framework's (current ABC): memory-provider text
+        for the summary; ctxengine's runtime passes none."""
 
     @hookspec(firstresult=True)
     def on_session_start(self, session_id: str) -> None:

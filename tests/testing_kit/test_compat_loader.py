@@ -92,7 +92,9 @@ def test_an_installed_framework_wins_over_the_shims(tmp_path):
         assert isinstance(adapter, ce.ContextEngine)
         # Submodules the real framework lacks are still provided.
         from agent.context_compressor import resolve_model_threshold
-        print("ok", resolve_model_threshold("gpt-4o", {"gpt-4o": 0.5}))
+        # The framework's signature: (model, thresholds, default, provider="").
+        print("ok", resolve_model_threshold("gpt-4o", {"gpt-4o": 0.5}, 0.75),
+              resolve_model_threshold("gpt-4o", {"azure:gpt-4o": 0.6}, 0.75, "openai"))
         """
     )
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
@@ -100,7 +102,7 @@ def test_an_installed_framework_wins_over_the_shims(tmp_path):
         [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60
     )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "ok 0.5"
+    assert proc.stdout.strip() == "ok 0.5 0.75"
 
 
 class TestFrameworkPluginContract(ContextEngineContract):
