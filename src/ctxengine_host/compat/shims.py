@@ -6,7 +6,8 @@ Framework-style engines do ``from agent.context_engine import ContextEngine``,
 *last* on ``sys.meta_path`` answers the first two only when no real module of
 that name can be found, so an installed framework's ABC always wins; the
 auxiliary client is always ours (:func:`route_auxiliary_client`), so a plugin's
-summaries go through our summarizer, never to a provider. The shim's ``ContextEngine`` is ours: the host's identity check of
+summaries go through our summarizer, never to a provider. The shim's
+``ContextEngine`` is ours: the host's identity check of
 inherited defaults then works for such engines too.
 """
 
