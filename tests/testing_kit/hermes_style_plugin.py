@@ -68,7 +68,7 @@ RECALL_GREP = {
 }
 """
 
-ENGINE = '''\
+ENGINE = """\
 import json
 import os
 import sqlite3
@@ -156,7 +156,7 @@ class RecallEngine(ContextEngine):
             "SELECT role, content FROM messages WHERE instr(content, ?) > 0 LIMIT 5",
             (str(args.get("pattern", "")),)).fetchall()
         return json.dumps({"matches": [{"role": r, "content": c[:200]} for r, c in rows]})
-'''
+"""
 
 
 def write_hermes_style_plugin(plugins_dir: Path) -> Path:

@@ -43,7 +43,14 @@ def replay(env, tmp_path, engine):
         messages = samples.conversation(30, marker="recall")
         session.write_text("".join(json.dumps(m) + "\n" for m in messages))
     proc = ctxengine(
-        env, "replay", str(session), "--engine", engine, "--context-length", "6000", "--json",
+        env,
+        "replay",
+        str(session),
+        "--engine",
+        engine,
+        "--context-length",
+        "6000",
+        "--json",
         cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr
@@ -59,9 +66,10 @@ def test_replay_runs_the_plugin_unchanged_by_either_name(env, tmp_path, selected
     summary = report["summary"]
     assert summary["quarantines"] == 0 and summary["turns_over_budget"] == 0
     assert summary["compactions"] >= 1  # its summaries came from our summarizer
-    assert not (tmp_path / "quarantine.jsonl").exists() or not (
-        tmp_path / "quarantine.jsonl"
-    ).read_text().strip()
+    assert (
+        not (tmp_path / "quarantine.jsonl").exists()
+        or not (tmp_path / "quarantine.jsonl").read_text().strip()
+    )
 
 
 def test_engines_check_records_the_engine_name_as_an_alias(env, tmp_path):

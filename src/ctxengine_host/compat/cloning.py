@@ -16,6 +16,7 @@ An engine that overrides ``clone_for_agent`` itself is left alone.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -52,10 +53,9 @@ def give_fresh_clones(engine: Any, remake: Callable[[], Any], *, always: bool) -
         give_fresh_clones(fresh, remake, always=always)
         return fresh
 
-    try:
+    # With __slots__ or a read-only attribute the engine's own clone is used.
+    with contextlib.suppress(AttributeError, TypeError):
         engine.clone_for_agent = clone_for_agent
-    except (AttributeError, TypeError):
-        pass  # __slots__ or a read-only attribute: the engine's own clone is used
 
 
 def clone_problems(engine: Any) -> list[str]:
