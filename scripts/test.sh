@@ -19,6 +19,7 @@ export CTXENGINE_WHEELHOUSE="${CTXENGINE_WHEELHOUSE:-$PWD/wheelhouse}"
 timed "wheelhouse" bash scripts/build-wheelhouse.sh "$CTXENGINE_WHEELHOUSE"
 # Framework environments (one line each): scripts/framework-env.sh NAME builds
 # .envs/NAME once from the package index; the integration tests use it.
+timed "framework env hermes" bash scripts/framework-env.sh hermes
 
 start=$(date +%s)
 set +e

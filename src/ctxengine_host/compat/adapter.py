@@ -219,8 +219,13 @@ class FrameworkEngineAdapter:
         return [{k: v for k, v in m.items() if k != "message_uid"} for m in result]
 
     def on_session_start(self, session_id: str, **kwargs: Any) -> None:
+        """A new session; the framework's compaction boundary (``boundary_reason="compression"``,
+        same history, maybe a new session id) is not one: the engine's session goes on."""
+        if kwargs.get("boundary_reason") == "compression" and self._session_id is not None:
+            return
+        if session_id != self._session_id:
+            self._view.reset(session_id)
         self._session_id = session_id
-        self._view.reset(session_id)
         call_declared(self.engine.on_session_start, {"session_id": session_id, **kwargs})
 
     def on_turn_complete(
