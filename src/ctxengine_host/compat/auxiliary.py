@@ -6,8 +6,8 @@ temperature=..., model=..., timeout=...)`` and reads
 ``response.choices[0].message.content``. Under ctxengine those calls go to the
 summarizer service of the engine's context (``[summarizer]`` config: the
 offline extractive backend by default), never to a provider of the framework:
-the module is put in place of the framework's own whenever a plugin directory
-is loaded, even where the framework is installed.
+where the framework is installed, its module's ``call_llm`` and
+``async_call_llm`` are replaced by these whenever a plugin directory is loaded.
 
 Only the calls engine plugins make are provided (``call_llm``,
 ``async_call_llm``, ``extract_content_or_reasoning``); anything else raises
@@ -98,3 +98,5 @@ class PluginLlm:
 
 #: Names the shim module exports.
 EXPORTS = ("call_llm", "async_call_llm", "extract_content_or_reasoning")
+#: The framework module's members replaced by ours where the framework is installed.
+ROUTED = ("call_llm", "async_call_llm")

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..discovery import EngineLoadError, EngineRegistrar
 from ..manifest import read_manifest
-from .shims import install_framework_shims, route_auxiliary_client
+from .shims import fill_framework_gaps, install_framework_shims, route_auxiliary_client
 
 log = logging.getLogger("ctxengine.compat")
 
@@ -61,6 +61,7 @@ def import_plugin_package(directory: Path, name: str | None = None) -> ModuleTyp
         )
     install_framework_shims()
     route_auxiliary_client()
+    fill_framework_gaps()
     module_name = synthetic_module_name(name or directory.name)
     existing = sys.modules.get(module_name)
     if existing is not None:

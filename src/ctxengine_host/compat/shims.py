@@ -22,6 +22,7 @@ from types import ModuleType
 
 SHIM_MARKER = "__ctxengine_shim__"
 AUXILIARY_CLIENT = "agent.auxiliary_client"
+ROUTED_MARKER = "__ctxengine_routed__"
 
 
 def _fill_context_engine(module: ModuleType) -> None:
@@ -88,20 +89,46 @@ def install_framework_shims() -> None:
 
 
 def route_auxiliary_client() -> None:
-    """Put our ``agent.auxiliary_client`` in place of any other, so plugins loaded by
-    ctxengine summarize through our summarizer and never reach a framework provider."""
+    """Make ``agent.auxiliary_client``'s LLM calls ours, so plugins loaded by ctxengine
+    summarize through our summarizer and never reach a framework provider.
+
+    Without the framework, the shim module is ours. With it, the framework's module
+    stays (its other members are imported by the framework's own modules) and its
+    ``call_llm`` / ``async_call_llm`` are replaced by ours in this process.
+    """
+    install_framework_shims()
     with _lock:
-        current = sys.modules.get(AUXILIARY_CLIENT)
-        if current is not None and is_shim(current):
+        module = importlib.import_module(AUXILIARY_CLIENT)
+        if is_shim(module) or getattr(module, ROUTED_MARKER, False):
             return
-        spec = importlib.util.spec_from_loader(AUXILIARY_CLIENT, _ShimLoader())
-        assert spec is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)  # type: ignore[union-attr]
-        sys.modules[AUXILIARY_CLIENT] = module
-        parent = sys.modules.get("agent")
-        if parent is not None:
-            parent.auxiliary_client = module  # type: ignore[attr-defined]
+        from . import auxiliary
+
+        for name in auxiliary.ROUTED:
+            setattr(module, name, getattr(auxiliary, name))
+        setattr(module, ROUTED_MARKER, True)
+
+
+def fill_framework_gaps() -> None:
+    """Give an installed framework the module-level helpers of the current ABC it lacks.
+
+    The released package (0.19.0) has no ``agent.context_compressor.resolve_model_threshold``;
+    plugins written for the current ABC import it. Existing members are never replaced.
+    """
+    from . import framework_api
+
+    for module_name, members in _CURRENT_HELPERS.items():
+        module = importlib.import_module(module_name)
+        if is_shim(module):
+            continue
+        for member in members:
+            if not hasattr(module, member):
+                setattr(module, member, getattr(framework_api, member))
+
+
+_CURRENT_HELPERS = {
+    "agent.context_compressor": ("resolve_model_threshold",),
+    "agent.context_engine": ("sanitize_memory_context", "automatic_compaction_status_message"),
+}
 
 
 def uninstall_framework_shims() -> None:
