@@ -9,7 +9,7 @@ Two sources, read as metadata only:
   ``plugin.yaml`` and an ``__init__.py``. Such an engine is listed under its
   directory name (how the framework selects a directory engine); its manifest
   ``name`` and, once an import has shown it, its engine's ``name`` select it
-  too (aliases; see :mod:`ctxengine_host.compat.names`).
+  too (aliases; see :mod:`ctxengine_host.directory_names`).
 
 The listing is cached once per process (per plugins directory and search path).
 Only :func:`load_engine_factory` imports anything, and only the entry it is given.
@@ -299,7 +299,7 @@ def scan_directory_engines(directory: Path) -> list[EngineEntry]:
     """
     if not directory.is_dir():
         return []
-    from .compat.names import recorded_engine_name
+    from .directory_names import recorded_engine_name
 
     entries: list[EngineEntry] = []
     for sub in sorted(p for p in directory.iterdir() if p.is_dir()):

@@ -289,7 +289,7 @@ def construct_engine(
 
 
 def _record_engine_name(entry: EngineEntry, engine: Any) -> None:
-    from .compat.names import record_engine_name
+    from .directory_names import record_engine_name
 
     try:
         name = engine.name
@@ -311,7 +311,7 @@ def probe_directory_engines(
     imported are imported (the allowlist already applied: refused entries have an
     error and are skipped) and each name found is recorded for the listing.
     """
-    from .compat.names import recorded_engine_name
+    from .directory_names import recorded_engine_name
 
     for entry in entries:
         if entry.source != "directory" or entry.error is not None or not entry.location:

@@ -68,3 +68,4 @@ def test_plugin_replays_unchanged_under_the_real_framework(tmp_path, selected_as
     assert engine["tools"] == [TOOL]
     summary = report["summary"]
     assert summary["quarantines"] == 0 and summary["compactions"] >= 1
+    assert summary["summary_tokens_total"] > 0  # its call_llm reached our summarizer

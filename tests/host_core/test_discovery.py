@@ -279,3 +279,28 @@ def test_registrar_rejects_a_second_registration_with_a_warning():
     registrar.register_context_engine(second)
     assert registrar.engine is first
     assert "one registration per name" in registrar.warnings[0]
+
+
+def test_listing_stays_cheap_yaml_only_for_yaml_manifests(tmp_path):
+    """`ctxengine engines` imports no pydantic or compat layer; PyYAML only for plugin.yaml."""
+    import subprocess
+    import sys
+
+    for folder, manifest, text in (("t", "plugin.toml", 'name = "t"\n'), ("y", "plugin.yaml", "")):
+        plugins = tmp_path / folder
+        (plugins / "eng").mkdir(parents=True)
+        (plugins / "eng" / manifest).write_text(text or "name: y\nprovides_tools:\n  - a\n")
+        (plugins / "eng" / "__init__.py").write_text("raise RuntimeError('never imported')\n")
+    script = (
+        "import os, sys\n"
+        "from ctxengine_host.discovery import list_engines\n"
+        "for folder in ('t', 'y'):\n"
+        "    os.environ['CTXENGINE_PLUGINS_DIR'] = os.path.join(sys.argv[1], folder)\n"
+        "    list_engines()\n"
+        "    print(folder, sorted(m for m in ('pydantic', 'yaml', 'ctxengine_host.compat')\n"
+        "                         if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, check=True
+    ).stdout.split("\n")
+    assert out[:2] == ["t []", "y ['yaml']"]

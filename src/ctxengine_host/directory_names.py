@@ -19,7 +19,7 @@ NAMES_FILE = "directory-engine-names.json"
 
 
 def _registry_path() -> Path:
-    from ..paths import user_data_dir
+    from .paths import user_data_dir
 
     return user_data_dir() / NAMES_FILE
 
@@ -63,6 +63,6 @@ def record_engine_name(directory: Path, name: str) -> None:
         os.replace(tmp, path)
     except OSError:
         pass  # a read-only data dir only costs the alias in the listing
-    from ..discovery import clear_cache
+    from .discovery import clear_cache
 
     clear_cache()
