@@ -36,12 +36,13 @@ def give_fresh_clones(engine: Any, remake: Callable[[], Any], *, always: bool) -
     back to it when the inherited deep copy fails."""
     if not always and not _inherits_default_clone(engine):
         return
-    inherited = getattr(engine, "clone_for_agent", None)
+    method = getattr(type(engine), "clone_for_agent", None)  # the class's, not a wrapper
+    inherited = method.__get__(engine) if callable(method) else None
 
     def clone_for_agent() -> Any:
-        if not always and callable(inherited):
+        if not always and inherited is not None:
             try:
-                return inherited()
+                clone = inherited()
             except Exception as exc:  # deepcopy of a connection, a lock, a client
                 log.info(
                     "engine %s cannot be deep-copied (%s: %s); constructing a fresh one",
@@ -49,6 +50,10 @@ def give_fresh_clones(engine: Any, remake: Callable[[], Any], *, always: bool) -
                     type(exc).__name__,
                     exc,
                 )
+            else:
+                if clone is not engine:
+                    give_fresh_clones(clone, remake, always=False)
+                return clone
         fresh = remake()
         give_fresh_clones(fresh, remake, always=always)
         return fresh
