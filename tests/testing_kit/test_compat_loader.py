@@ -188,8 +188,10 @@ def test_registrar_accepts_framework_registrations(caplog):
 
 def test_registrar_offers_every_call_of_the_framework_plugin_context():
     """Every ``PluginContext`` member of hermes-agent 0.19.0 is there (unneeded: no-ops)."""
+    from ctxengine_host.compat import auxiliary
     from ctxengine_host.compat.loader import FRAMEWORK_REGISTRATIONS
 
+    auxiliary.use_summarizer_of(None)  # the default service, whatever ran before
     ctx = PluginRegistrar("hermes-thing", manifest={"name": "thing", "provides_tools": ["t"]})
     for call in FRAMEWORK_REGISTRATIONS:
         assert getattr(ctx, call)("x", lambda *a, **k: None) is None
@@ -204,9 +206,10 @@ def test_registrar_offers_every_call_of_the_framework_plugin_context():
 def test_auxiliary_call_llm_answers_in_the_chat_completion_shape():
     """hermes-lcm's call: ``call_llm(task=..., messages=..., max_tokens=...)``, then
     ``response.choices[0].message.content``; our summarizer answers, no provider."""
-    from ctxengine_host.compat import install_framework_shims
+    from ctxengine_host.compat import auxiliary, install_framework_shims
     from ctxengine_host.compat.shims import route_auxiliary_client
 
+    auxiliary.use_summarizer_of(None)  # the default service, whatever ran before
     install_framework_shims()
     route_auxiliary_client()
     from agent.auxiliary_client import call_llm, extract_content_or_reasoning

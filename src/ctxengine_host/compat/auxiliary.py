@@ -28,12 +28,12 @@ _summarize: Any = None  # EngineContext.summarize of the last plugin constructed
 
 
 def use_summarizer_of(context: Any) -> None:
-    """Route later calls to ``context.summarize`` (an :class:`EngineContext`), when it has one."""
+    """Route later calls to ``context.summarize`` (an :class:`EngineContext`); a context
+    without one (None) goes back to a default service with the default settings."""
     global _summarize
     summarize = getattr(context, "summarize", None)
-    if callable(summarize):
-        with _lock:
-            _summarize = summarize
+    with _lock:
+        _summarize = summarize if callable(summarize) else None
 
 
 def _summarizer() -> Any:
