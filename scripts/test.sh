@@ -21,6 +21,7 @@ timed "wheelhouse" bash scripts/build-wheelhouse.sh "$CTXENGINE_WHEELHOUSE"
 # .envs/NAME once from the package index; the integration tests use it.
 timed "framework env agents" bash scripts/framework-env.sh agents
 timed "framework env importers" bash scripts/framework-env.sh importers
+timed "framework env hermes" bash scripts/framework-env.sh hermes
 
 start=$(date +%s)
 set +e

@@ -5,8 +5,11 @@ Two sources, read as metadata only:
 * installed distributions declaring the ``ctxengine.engines`` entry point group
   (their ``entry_points.txt``; name and version from the ``*.dist-info``
   directory name, so distribution names are shown in canonical form);
-* directory engines: ``<plugins dir>/<name>/`` holding ``plugin.toml`` or
-  ``plugin.yaml`` and an ``__init__.py``.
+* directory engines: ``<plugins dir>/<dir>/`` holding ``plugin.toml`` or
+  ``plugin.yaml`` and an ``__init__.py``. Such an engine is listed under its
+  directory name (how the framework selects a directory engine); its manifest
+  ``name`` and, once an import has shown it, its engine's ``name`` select it
+  too (aliases; see :mod:`ctxengine_host.directory_names`).
 
 The listing is cached once per process (per plugins directory and search path).
 Only :func:`load_engine_factory` imports anything, and only the entry it is given.
@@ -105,6 +108,8 @@ class EngineEntry:
     warnings: list[str] = field(default_factory=list)
     location: str | None = None
     error: str | None = None
+    #: Other names that select this entry (a directory engine's manifest and engine names).
+    aliases: list[str] = field(default_factory=list)
 
     @property
     def loadable(self) -> bool:
@@ -120,6 +125,7 @@ class EngineEntry:
             "location": self.location,
             "warnings": list(self.warnings),
             "error": self.error,
+            "aliases": list(self.aliases),
         }
 
 
@@ -286,22 +292,38 @@ def plugins_dir(configured: str | None = None) -> Path:
 
 
 def scan_directory_engines(directory: Path) -> list[EngineEntry]:
-    """Directory engines under ``directory``; the first registration of a name wins."""
+    """Directory engines under ``directory``, one per directory, keyed by directory name.
+
+    An alias (manifest or engine name) claimed by two directories selects neither:
+    both keep their directory names and say so.
+    """
     if not directory.is_dir():
         return []
-    entries: dict[str, EngineEntry] = {}
+    from .directory_names import recorded_engine_name
+
+    entries: list[EngineEntry] = []
     for sub in sorted(p for p in directory.iterdir() if p.is_dir()):
         entry = _directory_entry(sub)
         if entry is None:
             continue
-        first = entries.get(entry.name)
-        if first is not None:
-            first.warnings.append(
-                f"{sub} also registers '{entry.name}'; rejected (one registration per name)"
-            )
-            continue
-        entries[entry.name] = entry
-    return list(entries.values())
+        engine_name = recorded_engine_name(sub)
+        if engine_name and engine_name != entry.name and engine_name not in entry.aliases:
+            entry.aliases.append(engine_name)
+        entries.append(entry)
+    owners: dict[str, list[EngineEntry]] = {}
+    for entry in entries:
+        for alias in entry.aliases:
+            owners.setdefault(alias, []).append(entry)
+    names = {e.name for e in entries}
+    for alias, claims in owners.items():
+        if len(claims) > 1 or alias in names:
+            for entry in claims:
+                entry.aliases.remove(alias)
+                entry.warnings.append(
+                    f"name '{alias}' is also claimed by another directory engine; select "
+                    f"this one by its directory name '{entry.name}'"
+                )
+    return entries
 
 
 def _directory_entry(sub: Path) -> EngineEntry | None:
@@ -329,7 +351,9 @@ def _directory_entry(sub: Path) -> EngineEntry | None:
     except ManifestError as exc:
         entry.error = str(exc)
         return entry
-    entry.name = data.get("name") or sub.name
+    declared = data.get("name")
+    if declared and declared != sub.name:
+        entry.aliases.append(declared)
     entry.version = data.get("version")
     return entry
 
@@ -405,6 +429,12 @@ def _build_listing(
                 f"the installed distribution wins"
             )
             continue
+        for alias in [a for a in entry.aliases if a in by_name]:
+            entry.aliases.remove(alias)
+            entry.warnings.append(
+                f"its name '{alias}' is also an installed engine's, which '{alias}' selects; "
+                f"select this one as '{entry.name}'"
+            )
         entries.append(entry)
     if not any(e.name == LAST_RESORT_NAME for e in entries):
         entries.append(_builtin_entry(path))
@@ -426,8 +456,11 @@ def _builtin_entry(path: Sequence[str] | None) -> EngineEntry:
 
 
 def find_entries(name: str, entries: Iterable[EngineEntry]) -> list[EngineEntry]:
-    """The entries registered under ``name`` (several only when distributions clash)."""
-    return [e for e in entries if e.name == name]
+    """The entries registered under ``name`` (several only when distributions clash),
+    else the directory engine that has ``name`` as an alias."""
+    entries = list(entries)
+    exact = [e for e in entries if e.name == name]
+    return exact or [e for e in entries if name in e.aliases]
 
 
 # ---------------------------------------------------------------------------
@@ -467,12 +500,13 @@ def load_engine_factory(entry: EngineEntry) -> Callable[..., Any]:
 def _load_directory_factory(entry: EngineEntry) -> Callable[..., Any]:
     # The import step is the compat loader's: it also provides the framework's
     # ``agent.context_engine`` import path that framework-style plugins use.
-    from .compat.loader import import_plugin_package
+    from .compat.loader import import_plugin_package, manifest_of
 
-    module = import_plugin_package(Path(entry.location or ""), entry.name)
+    directory = Path(entry.location or "")
+    module = import_plugin_package(directory, entry.name)
     register = getattr(module, "register", None)
     if callable(register):
-        return _RegisterFactory(entry.name, register)
+        return _RegisterFactory(entry.name, register, manifest_of(directory))
     return _exported_engine_class(module, entry)
 
 
@@ -527,14 +561,22 @@ class _RegisterFactory:
 
     config_model = None
 
-    def __init__(self, name: str, register: Callable[[EngineRegistrar], Any]) -> None:
+    def __init__(
+        self,
+        name: str,
+        register: Callable[[EngineRegistrar], Any],
+        manifest: dict[str, Any] | None = None,
+    ) -> None:
         self.name = name
         self.register = register
+        self.manifest = manifest
 
     def __call__(self, config: Any = None, context: Any = None) -> Any:
+        from .compat import auxiliary
         from .compat.loader import PluginRegistrar  # also accepts hooks, commands, tools
 
-        registrar = PluginRegistrar(self.name, config, context)
+        auxiliary.use_summarizer_of(context)
+        registrar = PluginRegistrar(self.name, config, context, self.manifest)
         self.register(registrar)
         if registrar.engine is None:
             raise EngineLoadError(

@@ -45,6 +45,11 @@ class ContextEngine(abc.ABC):
     compression_count: int = 0
     threshold_percent: float = 0.75
     model_thresholds: dict[str, float] = {}
+    # Read by the framework's host (current ABC): head and tail kept verbatim by its
+    # preflight, and whether automatic compactions announce themselves.
+    protect_first_n: int = 3
+    protect_last_n: int = 6
+    emit_automatic_compaction_status: bool = True
 
     def __init__(self, config: Any = None, context: EngineContext | None = None) -> None:
         self.config = config
@@ -76,6 +81,43 @@ class ContextEngine(abc.ABC):
         """Return a shorter valid message list (or a ``CompactResult``)."""
 
     # Optional methods: defaults of the contract table.
+
+    # Members of the framework's current ABC that ctxengine's runtime does not call;
+    # the defaults are the framework's, so ABC plugins that rely on them keep working.
+
+    def should_compress_info(self, prompt_tokens: int | None = None) -> tuple[bool, str | None]:
+        """``(should_compress, reason it is blocked or None)``."""
+        return self.should_compress(prompt_tokens), None
+
+    def prune_tool_results_only(
+        self, messages: list[dict[str, Any]], current_tokens: int | None = None
+    ) -> tuple[list[dict[str, Any]], int]:
+        """No pruning by default: the messages and 0 pruned."""
+        return messages, 0
+
+    def cache_plan(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], **kwargs: Any
+    ) -> Any:
+        """None by default: the host keeps its prompt-cache plan."""
+        return None
+
+    def pending_compression_operation(self, messages: list[dict[str, Any]]) -> str | None:
+        """None by default: the next compression is a generic one."""
+        return None
+
+    def should_defer_preflight_to_real_usage(self, rough_tokens: int) -> bool:
+        """False by default: preflight trusts its rough estimate."""
+        return False
+
+    def get_automatic_compaction_status_message(
+        self, *, phase: str, default_message: str, **context: Any
+    ) -> str | None:
+        """The host's message, or None when the engine keeps compactions silent."""
+        return default_message if self.emit_automatic_compaction_status else None
+
+    def has_content_to_compress(self, messages: list[dict[str, Any]]) -> bool:
+        """True by default."""
+        return True
 
     def on_session_start(self, session_id: str, **kwargs: Any) -> None:
         """No-op by default."""

@@ -63,11 +63,14 @@ class ContractSpec:
         force: bool = False,
         runtime_settings: Any = None,
         deadline: float | None = None,
+        memory_context: str = "",
     ) -> Any:
         """Compact the history; return a message list or a ``CompactResult``.
 
         The result must be a valid request (tool calls with their results). An engine
         that keeps its history itself returns a ``CompactResult`` without messages.
+        ``memory_context`` is the framework's (current ABC): memory-provider text for the
+        summary; ctxengine's runtime passes none.
 
         Example:
             ```python

@@ -1,13 +1,14 @@
-"""Directory-engine manifests: ``plugin.toml``, or ``plugin.yaml`` in a flat subset.
+"""Directory-engine manifests: ``plugin.toml``, or ``plugin.yaml`` as real plugins write it.
 
-A manifest names the engine and describes it: ``name`` (defaults to the
-directory name), ``version``, ``description``; other keys are kept but unused.
+A manifest names the plugin and describes it: ``name`` (defaults to the
+directory name), ``version``, ``description``; other keys (``author``,
+``provides_tools`` lists, ...) are kept but unused.
 
-``plugin.yaml`` is read without a YAML library: only flat ``key: value`` lines,
-``#`` comments and blank lines, with values optionally quoted. That covers the
-manifests directory engines need and keeps PyYAML out of the host's
-dependencies; anything richer (lists, nesting) is rejected with a message
-pointing at ``plugin.toml``.
+``plugin.yaml`` is parsed with PyYAML's safe loader, imported only when a YAML
+manifest is read (``ctxengine engines`` with TOML manifests never pays for it).
+The manifest is outside input, so the loader is bounded: at most
+:data:`MAX_MANIFEST_BYTES`, at most :data:`MAX_YAML_DEPTH` levels of nesting,
+and no anchors or aliases (they let a few bytes expand into gigabytes).
 """
 
 from __future__ import annotations
@@ -15,19 +16,33 @@ from __future__ import annotations
 import re
 import tomllib
 from pathlib import Path
+from typing import Any
 
-_KEY_LINE = re.compile(r"^(?P<key>[A-Za-z_][A-Za-z0-9_-]*)\s*:(?:\s+(?P<value>.*))?$")
 _STRING_KEYS = ("name", "version", "description", "display_name")
+#: A manifest is a few hundred bytes; anything past this is not one.
+MAX_MANIFEST_BYTES = 64 * 1024
+#: Real manifests nest two levels (a key holding a list); this leaves room and no more.
+MAX_YAML_DEPTH = 8
 
 
 class ManifestError(ValueError):
     """A manifest is malformed; the message names the file, the line and the fix."""
 
 
-def read_manifest(path: Path) -> dict[str, str]:
+class ManifestRefusal(Exception):
+    """Valid YAML the bounded loader will not read (anchors, aliases, deep nesting)."""
+
+
+def read_manifest(path: Path) -> dict[str, Any]:
     """Parse and check ``plugin.toml`` or ``plugin.yaml``."""
     try:
-        text = path.read_text(encoding="utf-8")
+        size = path.stat().st_size
+        if size > MAX_MANIFEST_BYTES:
+            raise ManifestError(
+                f"{path}: {size} bytes, over the {MAX_MANIFEST_BYTES}-byte limit for a "
+                f"manifest; keep only name, version, description and short lists there"
+            )
+        text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise ManifestError(f"{path}: cannot be read: {exc}") from exc
     if path.suffix == ".toml":
@@ -36,10 +51,14 @@ def read_manifest(path: Path) -> dict[str, str]:
         except tomllib.TOMLDecodeError as exc:
             raise ManifestError(f"{path}: invalid TOML: {exc}; fix the syntax there") from exc
     else:
-        data = parse_flat_yaml(text, str(path))
+        data = parse_yaml_manifest(text, str(path))
     for key in _STRING_KEYS:
         value = data.get(key)
         if value is not None and not isinstance(value, str):
+            yaml_number = path.suffix != ".toml" and isinstance(value, int | float)
+            if key == "version" and yaml_number and not isinstance(value, bool):
+                data[key] = str(value)  # `version: 0.8` is how YAML manifests are written
+                continue
             raise ManifestError(
                 f"{path}: '{key}' must be a string (got {value!r}); quote it, e.g. {key} = \"1.0\""
             )
@@ -51,41 +70,76 @@ def read_manifest(path: Path) -> dict[str, str]:
     return data
 
 
-def parse_flat_yaml(text: str, origin: str = "<manifest>") -> dict[str, str]:
-    """The flat ``key: value`` subset of YAML, every value a string."""
-    data: dict[str, str] = {}
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.rstrip()
-        if not line.strip() or line.lstrip().startswith("#") or line.strip() == "---":
-            continue
-        match = _KEY_LINE.match(line)
-        if match is None:
-            raise ManifestError(
-                f"{origin}, line {number}: expected 'key: value', got {raw.strip()!r}; "
-                f"plugin.yaml supports flat key: value lines only (use plugin.toml for more)"
-            )
-        key, value = match["key"], _yaml_scalar(match["value"] or "", origin, number)
-        if key in data:
-            raise ManifestError(f"{origin}, line {number}: '{key}' is given twice; keep one")
-        data[key] = value
+def parse_yaml_manifest(text: str, origin: str = "<manifest>") -> dict[str, Any]:
+    """A YAML manifest as a dict: safe types only, bounded depth, no anchors or aliases."""
+    import yaml  # only here: TOML-only installs never import it
+
+    loader = _bounded_loader(yaml)(text)
+    try:
+        data = loader.get_single_data()
+    except ManifestRefusal as exc:
+        raise ManifestError(f"{origin}: refused: {exc}") from exc
+    except yaml.YAMLError as exc:
+        raise ManifestError(f"{origin}: invalid YAML: {exc}; fix the syntax there") from exc
+    finally:
+        loader.dispose()
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ManifestError(
+            f"{origin}: a manifest is a mapping of keys (name: ..., version: ...), "
+            f"not a {type(data).__name__}"
+        )
+    bad_keys = [k for k in data if not isinstance(k, str)]
+    if bad_keys:
+        raise ManifestError(f"{origin}: keys must be strings (got {bad_keys[0]!r}); quote them")
     return data
 
 
-def _yaml_scalar(value: str, origin: str, number: int) -> str:
-    value = value.strip()
-    if value[:1] in ("'", '"'):
-        quote = value[0]
-        end = value.find(quote, 1)
-        rest = value[end + 1 :].strip() if end > 0 else ""
-        if end < 0 or (rest and not rest.startswith("#")):
-            raise ManifestError(
-                f"{origin}, line {number}: unterminated or trailing text after {quote}"
-            )
-        return value[1:end]
-    value = value.split(" #", 1)[0].strip()
-    if value[:1] in ("[", "{", "|", ">", "&", "*", "!"):
-        raise ManifestError(
-            f"{origin}, line {number}: lists, maps and block scalars are not supported in "
-            f"plugin.yaml; quote the value or use plugin.toml"
-        )
-    return value
+_LOADER_CLASS: type | None = None
+
+
+def _bounded_loader(yaml: Any) -> type:
+    """A ``SafeLoader`` that refuses anchors, aliases and deep nesting, and duplicate keys."""
+    global _LOADER_CLASS
+    if _LOADER_CLASS is not None:
+        return _LOADER_CLASS
+
+    class BoundedSafeLoader(yaml.SafeLoader):
+        _depth = 0
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            event = self.peek_event()
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                raise ManifestRefusal(
+                    f"anchors and aliases (&name, *name) are not allowed in a manifest "
+                    f"({_where(event)}); write the value out"
+                )
+            self._depth += 1
+            try:
+                if self._depth > MAX_YAML_DEPTH:
+                    raise ManifestRefusal(
+                        f"nested deeper than {MAX_YAML_DEPTH} levels ({_where(event)}); "
+                        f"a manifest is flat keys with short lists"
+                    )
+                return super().compose_node(parent, index)
+            finally:
+                self._depth -= 1
+
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                if key in seen:
+                    raise ManifestRefusal(f"'{key}' is given twice ({_where(key_node)}); keep one")
+                if isinstance(key, str | int | float | bool) or key is None:
+                    seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+    _LOADER_CLASS = BoundedSafeLoader
+    return BoundedSafeLoader
+
+
+def _where(event: Any) -> str:
+    mark = getattr(event, "start_mark", None)
+    return f"line {mark.line + 1}" if mark is not None else "somewhere"

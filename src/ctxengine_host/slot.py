@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from .discovery import (
     LAST_RESORT_NAME,
@@ -167,8 +168,12 @@ def resolve_engine(
             record=False,
         )
     claims = find_entries(name, entries)
+    engine = None
     if not claims:
-        return fall_back(unknown_engine_message(name, entries), record=True)
+        found = probe_directory_engines(name, entries, loaded, make_context)
+        if found is None:
+            return fall_back(unknown_engine_message(name, entries), record=True)
+        claims, engine = [found[0]], found[1]
     installed = [c for c in claims if c.source == "entry-point"]
     if len(installed) > 1:
         raise EngineSelectionError(duplicate_claim_message(name, installed))
@@ -176,16 +181,22 @@ def resolve_engine(
     if entry.error is not None:
         is_policy = PluginPolicy.from_env().refusal(entry.name, entry.distribution) is not None
         return fall_back(entry.error, record=not is_policy)
-    try:
-        engine = construct_engine(entry, loaded, make_context)
-    except EngineLoadError as exc:
-        return fall_back(str(exc), record=True)
+    if engine is None:
+        try:
+            engine = construct_engine(entry, loaded, make_context)
+        except EngineLoadError as exc:
+            return fall_back(str(exc), record=True)
+    from .compat.cloning import clone_problems
     from .validation import contract_problems, host_requirement_problems
 
-    problems = contract_problems(engine, name)
+    # A directory engine is selected by its directory name or its engine's name (the
+    # framework's rule): its engine need not be called after the directory.
+    problems = contract_problems(engine, None if entry.source == "directory" else name)
+    problems = problems or clone_problems(engine)
     if problems:
         dispose_quietly(engine)
         return fall_back(f"contract check failed: {'; '.join(problems)}", record=True)
+    name = entry.name
     unmet = host_requirement_problems(engine, caps)
     if unmet:
         dispose_quietly(engine)
@@ -256,14 +267,65 @@ def construct_engine(
         kwargs["config"] = engine_config(entry.name, factory, loaded)
     if "context" in accepted:
         kwargs["context"] = make_context(entry.name)
+
+    def make() -> Any:
+        try:
+            return factory(**kwargs)
+        except EngineLoadError:
+            raise
+        except Exception as exc:
+            raise EngineLoadError(
+                f"engine '{entry.name}': constructing {entry.value} raised "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+
+    from .compat.cloning import give_fresh_clones
+
+    engine = make()
+    give_fresh_clones(engine, make, always=entry.source == "directory")
+    if entry.source == "directory":
+        _record_engine_name(entry, engine)
+    return engine
+
+
+def _record_engine_name(entry: EngineEntry, engine: Any) -> None:
+    from .directory_names import record_engine_name
+
     try:
-        return factory(**kwargs)
-    except EngineLoadError:
-        raise
-    except Exception as exc:
-        raise EngineLoadError(
-            f"engine '{entry.name}': constructing {entry.value} raised {type(exc).__name__}: {exc}"
-        ) from exc
+        name = engine.name
+    except Exception:
+        return
+    if isinstance(name, str) and name and entry.location:
+        record_engine_name(Path(entry.location), name)
+
+
+def probe_directory_engines(
+    name: str,
+    entries: list[EngineEntry],
+    loaded: LoadedConfig,
+    make_context: Callable[[str], EngineContext],
+) -> tuple[EngineEntry, Any] | None:
+    """The directory engine whose engine calls itself ``name``, constructed.
+
+    Its engine name is known only once ``register(ctx)`` ran; the engines not yet
+    imported are imported (the allowlist already applied: refused entries have an
+    error and are skipped) and each name found is recorded for the listing.
+    """
+    from .directory_names import recorded_engine_name
+
+    for entry in entries:
+        if entry.source != "directory" or entry.error is not None or not entry.location:
+            continue
+        if recorded_engine_name(Path(entry.location)) is not None:
+            continue  # its name is known and did not match
+        try:
+            engine = construct_engine(entry, loaded, make_context)
+        except Exception:
+            continue  # reported when it is selected by its own name
+        if getattr(engine, "name", None) == name:
+            return entry, engine
+        dispose_quietly(engine)
+    return None
 
 
 def engine_config(name: str, factory: Any, loaded: LoadedConfig) -> Any:

@@ -10,6 +10,7 @@ from ctxengine_host.discovery import (
     ENGINE_GROUP,
     EngineLoadError,
     PluginPolicy,
+    find_entries,
     list_engines,
     load_engine_factory,
 )
@@ -123,15 +124,31 @@ def test_register_that_registers_nothing_is_an_error(plugins_dir):
         load_engine_factory(entry)()
 
 
-def test_second_directory_with_same_name_is_rejected_with_warning(plugins_dir):
+def test_two_directories_with_one_manifest_name_keep_their_directory_names(plugins_dir):
     for folder in ("a_first", "b_second"):
         eng = plugins_dir / folder
         eng.mkdir()
         (eng / "plugin.toml").write_text('name = "same"\n')
         (eng / "__init__.py").write_text("")
-    [entry] = by_name(list_engines(), "same")
-    assert entry.location.endswith("a_first")
-    assert "b_second" in entry.warnings[0] and "rejected" in entry.warnings[0]
+    entries = list_engines()
+    assert not find_entries("same", entries)  # the shared alias selects neither
+    for folder in ("a_first", "b_second"):
+        [entry] = by_name(entries, folder)
+        assert entry.aliases == [] and "also claimed by another directory" in entry.warnings[0]
+
+
+def test_directory_engine_is_selected_by_directory_and_manifest_name(plugins_dir):
+    eng = plugins_dir / "hermes-thing"
+    eng.mkdir()
+    (eng / "plugin.yaml").write_text(
+        "name: thing-plugin\nversion: 0.8\nprovides_tools:\n  - thing_grep\n  - thing_x\n"
+    )
+    (eng / "__init__.py").write_text("")
+    entries = list_engines()
+    [entry] = by_name(entries, "hermes-thing")
+    assert entry.aliases == ["thing-plugin"] and entry.version == "0.8"
+    assert find_entries("thing-plugin", entries) == [entry]
+    assert find_entries("hermes-thing", entries) == [entry]
 
 
 def test_installed_distribution_wins_over_directory_engine(site, plugins_dir):
@@ -148,9 +165,13 @@ def test_installed_distribution_wins_over_directory_engine(site, plugins_dir):
 @pytest.mark.parametrize(
     ("filename", "text", "expected"),
     [
-        ("plugin.yaml", "name: x\n  nested: 1\n", "line 2: expected 'key: value'"),
-        ("plugin.yaml", "tags: [a, b]\n", "lists, maps"),
+        ("plugin.yaml", "name: x\n  nested: 1\n", "invalid YAML"),
+        ("plugin.yaml", "tags: [a, b\n", "invalid YAML"),
         ("plugin.yaml", "name: a\nname: b\n", "given twice"),
+        ("plugin.yaml", "a: &x [1, 2]\nb: *x\n", "anchors and aliases"),
+        ("plugin.yaml", "a: " + "[" * 12 + "]" * 12 + "\n", "nested deeper than"),
+        ("plugin.yaml", "- a\n- b\n", "a mapping of keys"),
+        ("plugin.yaml", "name: x\n" + "# pad\n" * 20000, "byte limit"),
         ("plugin.toml", "name = [\n", "invalid TOML"),
         ("plugin.toml", "version = 1.0\n", "'version' must be a string"),
         ("plugin.toml", 'name = "bad name!"\n', "not a valid engine id"),
@@ -258,3 +279,28 @@ def test_registrar_rejects_a_second_registration_with_a_warning():
     registrar.register_context_engine(second)
     assert registrar.engine is first
     assert "one registration per name" in registrar.warnings[0]
+
+
+def test_listing_stays_cheap_yaml_only_for_yaml_manifests(tmp_path):
+    """`ctxengine engines` imports no pydantic or compat layer; PyYAML only for plugin.yaml."""
+    import subprocess
+    import sys
+
+    for folder, manifest, text in (("t", "plugin.toml", 'name = "t"\n'), ("y", "plugin.yaml", "")):
+        plugins = tmp_path / folder
+        (plugins / "eng").mkdir(parents=True)
+        (plugins / "eng" / manifest).write_text(text or "name: y\nprovides_tools:\n  - a\n")
+        (plugins / "eng" / "__init__.py").write_text("raise RuntimeError('never imported')\n")
+    script = (
+        "import os, sys\n"
+        "from ctxengine_host.discovery import list_engines\n"
+        "for folder in ('t', 'y'):\n"
+        "    os.environ['CTXENGINE_PLUGINS_DIR'] = os.path.join(sys.argv[1], folder)\n"
+        "    list_engines()\n"
+        "    print(folder, sorted(m for m in ('pydantic', 'yaml', 'ctxengine_host.compat')\n"
+        "                         if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, check=True
+    ).stdout.split("\n")
+    assert out[:2] == ["t []", "y ['yaml']"]

@@ -124,14 +124,19 @@ def test_rich_results_are_folded_into_framework_shapes(context):
     assert selected[1:] == history[-3:]
     without_system = adapter.select_context(history[1:], budget_tokens=500)
     assert without_system[0] == {"role": "system", "content": "Recall with kit_echo."}
-    # The engine keeps the history itself: the framework host gets the engine's view.
+    # The engine keeps the history itself: the framework host gets the engine's view, as
+    # a history: without the system-prompt addition (the host's system prompt never grows).
     compacted = adapter.compress(history)
-    assert compacted == selected
-    # A framework host has no ingest: the adapter feeds it each turn's new messages.
+    assert compacted == [history[0], *history[-3:]]
+    # A framework host has no ingest: the adapter feeds it the messages it has not seen,
+    # without the host's system prompt, each with a uid.
     adapter.on_session_start("s1")
     adapter.on_turn_complete(history[:3])
     adapter.on_turn_complete(history[:5])
-    assert engine.ingested == history[:5]
+    assert [{k: v for k, v in m.items() if k != "message_uid"} for m in engine.ingested] == (
+        history[1:5]
+    )
+    assert len({m["message_uid"] for m in engine.ingested}) == 4
 
 
 class NeedsMaintenance(GoodEngine):

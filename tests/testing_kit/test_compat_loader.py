@@ -92,7 +92,9 @@ def test_an_installed_framework_wins_over_the_shims(tmp_path):
         assert isinstance(adapter, ce.ContextEngine)
         # Submodules the real framework lacks are still provided.
         from agent.context_compressor import resolve_model_threshold
-        print("ok", resolve_model_threshold("gpt-4o", {"gpt-4o": 0.5}))
+        # The framework's signature: (model, thresholds, default, provider="").
+        print("ok", resolve_model_threshold("gpt-4o", {"gpt-4o": 0.5}, 0.75),
+              resolve_model_threshold("gpt-4o", {"azure:gpt-4o": 0.6}, 0.75, "openai"))
         """
     )
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
@@ -100,7 +102,7 @@ def test_an_installed_framework_wins_over_the_shims(tmp_path):
         [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60
     )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "ok 0.5"
+    assert proc.stdout.strip() == "ok 0.5 0.75"
 
 
 class TestFrameworkPluginContract(ContextEngineContract):
@@ -182,3 +184,46 @@ def test_registrar_accepts_framework_registrations(caplog):
     assert len(ctx.notes) == 3 and "register_cli_command('demo-cli')" in caplog.text
     with pytest.raises(AttributeError):
         ctx.unregister_everything  # noqa: B018
+
+
+def test_registrar_offers_every_call_of_the_framework_plugin_context():
+    """Every ``PluginContext`` member of hermes-agent 0.19.0 is there (unneeded: no-ops)."""
+    from ctxengine_host.compat import auxiliary
+    from ctxengine_host.compat.loader import FRAMEWORK_REGISTRATIONS
+
+    auxiliary.use_summarizer_of(None)  # the default service, whatever ran before
+    ctx = PluginRegistrar("hermes-thing", manifest={"name": "thing", "provides_tools": ["t"]})
+    for call in FRAMEWORK_REGISTRATIONS:
+        assert getattr(ctx, call)("x", lambda *a, **k: None) is None
+    assert ctx.manifest.name == "thing" and ctx.manifest.provides_tools == ["t"]
+    assert ctx.profile_name == "default"
+    assert ctx.inject_message("hello") is False
+    assert "unavailable" in json.loads(ctx.dispatch_tool("web_search", {}))["error"]
+    assert ctx.llm.complete([{"role": "user", "content": "alpha beta gamma. " * 40}])
+    assert len(ctx.notes) == len(FRAMEWORK_REGISTRATIONS) + 2
+
+
+def test_auxiliary_call_llm_answers_in_the_chat_completion_shape():
+    """hermes-lcm's call: ``call_llm(task=..., messages=..., max_tokens=...)``, then
+    ``response.choices[0].message.content``; our summarizer answers, no provider."""
+    from ctxengine_host.compat import auxiliary, install_framework_shims
+    from ctxengine_host.compat.shims import route_auxiliary_client
+
+    auxiliary.use_summarizer_of(None)  # the default service, whatever ran before
+    install_framework_shims()
+    route_auxiliary_client()
+    from agent.auxiliary_client import call_llm, extract_content_or_reasoning
+
+    text = "The deploy failed because the cache key was stale. " * 30
+    response = call_llm(
+        task="compression",
+        messages=[{"role": "user", "content": text}],
+        temperature=0.3,
+        max_tokens=40,
+        model="any-model",
+        timeout=5,
+    )
+    content = response.choices[0].message.content
+    assert content and len(content) < len(text)
+    assert extract_content_or_reasoning(response) == content.strip()
+    assert response.usage.completion_tokens <= 40

@@ -53,8 +53,10 @@ class WindowLiteEngine(ContextEngine):
         self, model, context_length, base_url="", api_key="", provider="", api_mode=""
     ):
         self.context_length = context_length
-        percent = resolve_model_threshold(model, self.model_thresholds, provider)
-        self.threshold_tokens = int(context_length * (percent or self.threshold_percent))
+        percent = resolve_model_threshold(
+            model, self.model_thresholds, self.threshold_percent, provider
+        )
+        self.threshold_tokens = int(context_length * percent)
 
     def get_tool_schemas(self):
         return [

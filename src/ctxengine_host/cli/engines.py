@@ -29,7 +29,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..configfile import find_config_file, raw_string, read_raw_config
-    from ..discovery import list_engines, plugins_dir
+    from ..discovery import find_entries, list_engines, plugins_dir
     from ..slot import choose_slot_from
 
     path, source = find_config_file(args.config)
@@ -38,14 +38,17 @@ def run(args: argparse.Namespace) -> int:
     choice = choose_slot_from(args.engine, raw_string(raw, "context", "engine", origin))
     directory = raw_string(raw, "plugins", "directory", origin)
     entries = list_engines(plugins_directory=directory)
+    checks = check_all(entries, args.config) if args.check else None
+    if checks is not None:  # the imports recorded the engine names of directory engines
+        entries = list_engines(plugins_directory=directory)
+    selected = find_entries(choice.name, entries)[:1]
     rows = []
     for entry in entries:
         row = entry.as_dict()
-        row["selected"] = entry.name == choice.name
+        row["selected"] = entry in selected
         rows.append(row)
     failed = False
-    if args.check:
-        checks = check_all(entries, args.config)
+    if checks is not None:
         for row in rows:
             row["check"] = checks[id_of(row)]
             failed = failed or not row["check"]["ok"]
@@ -75,6 +78,7 @@ def id_of(row: dict[str, Any]) -> tuple[Any, ...]:
 
 def check_all(entries: list[Any], config_path: str | None) -> dict[tuple[Any, ...], dict]:
     """Import, construct and validate each entry; one result per entry."""
+    from ..compat.cloning import clone_problems
     from ..config import ConfigError, load_config
     from ..discovery import EngineLoadError
     from ..slot import construct_engine
@@ -94,7 +98,9 @@ def check_all(entries: list[Any], config_path: str | None) -> dict[tuple[Any, ..
             except (EngineLoadError, ConfigError) as exc:
                 problems.append(str(exc))
             else:
-                problems = contract_problems(engine, entry.name)
+                expected = None if entry.source == "directory" else entry.name
+                problems = contract_problems(engine, expected)
+                problems += [] if problems else clone_problems(engine)
                 problems += [] if problems else host_requirement_problems(engine, _caps())
                 try:
                     engine.dispose()
@@ -120,6 +126,8 @@ def print_table(report: dict[str, Any]) -> None:
         where = row["distribution"] if row["source"] != "directory" else row["location"]
         version = row["version"] or "-"
         print(f"{mark}{row['name']:<{width}}  {version:<10} {row['source']:<12} {where}")
+        if row.get("aliases"):
+            print(f"{'':{width + 4}}also selected as: {', '.join(row['aliases'])}")
         for warning in row["warnings"]:
             print(f"{'':{width + 4}}warning: {warning}")
         if row["error"]:

@@ -30,7 +30,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..configfile import LOCAL_CONFIG_NAME, find_config_file, raw_string, read_raw_config
-    from ..discovery import list_engines
+    from ..discovery import find_entries, list_engines
     from ..slot import DEFAULT_ALIASES, ENGINE_ENV, unknown_engine_message
 
     name = args.name.strip()
@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     raw = read_raw_config(path, source)
     directory = raw_string(raw, "plugins", "directory", str(path))
     entries = list_engines(plugins_directory=directory)
-    if name.lower() not in DEFAULT_ALIASES and not any(e.name == name for e in entries):
+    if name.lower() not in DEFAULT_ALIASES and not find_entries(name, entries):
         raise CliError(unknown_engine_message(name, entries), EXIT_BAD_INPUT)
     if args.local:
         target = Path.cwd() / LOCAL_CONFIG_NAME
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         target = user_config_file()
     write_slot(target, name)
     print(f"engine slot set to '{name}' in {target}")
-    unusable = [e for e in entries if e.name == name and e.error]
+    unusable = [e for e in find_entries(name, entries) if e.error]
     if unusable:
         print(f"warning: '{name}' cannot load as things are: {unusable[0].error}")
     env = os.environ.get(ENGINE_ENV)

@@ -1,15 +1,21 @@
 """Any ctxengine engine, seen through the framework ABC's method set.
 
 A framework host calls ``update_from_response``, ``should_compress``,
-``compress(messages, current_tokens, focus_topic)`` returning a list,
-``select_context`` returning a list or None, ``on_turn_complete``, and reads
-the budget attributes directly. It offers fewer host capabilities than our
+``compress(messages, current_tokens, focus_topic, force, memory_context)``
+returning a list, ``select_context`` returning a list or None,
+``on_turn_complete``, ``handle_tool_call(..., messages=...)``, and reads the
+budget attributes directly. It offers fewer host capabilities than our
 runtime (no bootstrap, maintain, summarizer service or sub-agent hooks), so an
 engine whose ``host_requirements`` need more is refused at wrap time.
 Our richer results are folded into what that host understands:
-``CompactResult`` and ``AssembleResult`` become lists, a
-``system_prompt_addition`` goes in front of the request's system message, and
-``ingest`` is fed the new messages of each finished turn.
+``CompactResult`` and ``AssembleResult`` become lists, and a
+``system_prompt_addition`` goes in front of the request's system message
+(once: a request that has it already is left alone) but never into the
+history ``compress`` hands back, so the host's system prompt never grows.
+The host keeps the history without message uids; before any method that reads
+history, ``ingest`` is fed what the host holds that the engine has not seen
+(:class:`~ctxengine_host.compat.host_view.HostView`), so no message is lost
+and none is stored twice.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from typing import Any
 from ..models import AssembleResult, CompactResult, RuntimeSettings
 from ..signatures import call_declared, is_implemented
 from ..validation import host_requirement_problems
+from .host_view import HostView, fingerprint
 from .shims import is_shim
 
 #: What a framework-style host does for an engine, in our capability vocabulary.
@@ -90,7 +97,7 @@ class FrameworkEngineAdapter:
         self.capabilities = frozenset(capabilities)
         self.execution_host = execution_host
         self._session_id: str | None = None
-        self._ingested = 0
+        self._view = HostView()
         _register_with_real_framework()
 
     @property
@@ -123,28 +130,59 @@ class FrameworkEngineAdapter:
         messages: list[Message],
         current_tokens: int | None = None,
         focus_topic: str | None = None,
+        force: bool = False,
+        memory_context: str = "",
     ) -> list[Message]:
         """The compacted list; an engine that keeps its own history is asked for its view."""
+        self._ingest(messages)
         result = call_declared(
             self.engine.compress,
             {
                 "messages": messages,
                 "current_tokens": current_tokens,
                 "focus_topic": focus_topic,
-                "force": False,
+                "force": force,
+                "memory_context": memory_context,
                 "runtime_settings": self._settings(),
             },
         )
-        if isinstance(result, list):
-            return result
         if isinstance(result, CompactResult):
-            if result.messages is not None:
-                return result.messages
-            if result.compacted:
-                view = self.select_context(messages, budget_tokens=self.engine.threshold_tokens)
-                if view:
-                    return view
-        return messages
+            result = (
+                result.messages
+                if result.messages is not None
+                else (self._engine_view(messages) if result.compacted else None)
+            )
+        if not isinstance(result, list) or not result:
+            return messages
+        known = {fingerprint(m) for m in messages}
+        self._view.returned(result, [m for m in result if fingerprint(m) not in known])
+        return result
+
+    def _engine_view(self, messages: list[Message]) -> list[Message] | None:
+        """The engine's view as a history for the host: no system-prompt addition, no uids."""
+        if not is_implemented(self.engine, "select_context"):
+            return None
+        view = call_declared(
+            self.engine.select_context,
+            {
+                "request_messages": messages,
+                "budget_tokens": self.engine.threshold_tokens,
+                "runtime_settings": self._settings(self.engine.threshold_tokens),
+            },
+        )
+        if isinstance(view, AssembleResult):
+            view = view.messages
+        if not isinstance(view, list) or not view:
+            return None
+        return [{k: v for k, v in m.items() if k != "message_uid"} for m in view]
+
+    def _ingest(self, messages: list[Message] | None) -> None:
+        """Store what the host holds that the engine has not seen (before any history read)."""
+        if not messages or self._session_id is None or not is_implemented(self.engine, "ingest"):
+            return
+        fresh = self._view.take_new(messages)
+        if fresh:
+            self.engine.ingest(self._session_id, fresh)
 
     # Optional methods, in the framework's shapes.
 
@@ -156,6 +194,12 @@ class FrameworkEngineAdapter:
         incoming_message: Message | None = None,
         budget_tokens: int = 0,
     ) -> list[Message] | None:
+        history = list(conversation_messages or request_messages)
+        if incoming_message is not None and (
+            not history or fingerprint(history[-1]) != fingerprint(incoming_message)
+        ):
+            history.append(incoming_message)
+        self._ingest(history)
         if not is_implemented(self.engine, "select_context"):
             return None
         result = call_declared(
@@ -169,24 +213,26 @@ class FrameworkEngineAdapter:
             },
         )
         if isinstance(result, AssembleResult):
-            return with_system_addition(result.messages, result.system_prompt_addition)
-        return result if isinstance(result, list) and result else None
+            result = with_system_addition(result.messages, result.system_prompt_addition)
+        if not isinstance(result, list) or not result:
+            return None
+        return [{k: v for k, v in m.items() if k != "message_uid"} for m in result]
 
     def on_session_start(self, session_id: str, **kwargs: Any) -> None:
+        """A new session; the framework's compaction boundary (``boundary_reason="compression"``,
+        same history, maybe a new session id) is not one: the engine's session goes on."""
+        if kwargs.get("boundary_reason") == "compression" and self._session_id is not None:
+            return
+        if session_id != self._session_id:
+            self._view.reset(session_id)
         self._session_id = session_id
-        self._ingested = 0
         call_declared(self.engine.on_session_start, {"session_id": session_id, **kwargs})
 
     def on_turn_complete(
         self, messages: list[Message], usage: dict | None = None, **kwargs: Any
     ) -> None:
-        """Feed ``ingest`` the turn's new messages, then let the engine observe the turn."""
-        if self._session_id is not None and is_implemented(self.engine, "ingest"):
-            start = self._ingested if self._ingested <= len(messages) else 0
-            fresh = list(messages[start:])
-            if fresh:
-                self.engine.ingest(self._session_id, fresh)
-            self._ingested = len(messages)
+        """Feed ``ingest`` what the turn added, then let the engine observe the turn."""
+        self._ingest(messages)
         call_declared(self.engine.on_turn_complete, {"messages": messages, "usage": usage})
 
     def should_compress_preflight(self, messages: list[Message]) -> bool:
@@ -217,16 +263,20 @@ class FrameworkEngineAdapter:
         return self.engine.get_tool_schemas()
 
     def handle_tool_call(self, name: str, args: dict[str, Any], **kwargs: Any) -> str:
+        """The engine's answer; the live ``messages`` a host passes are ingested first, so a
+        search sees the current turn."""
+        self._ingest(kwargs.get("messages"))
         return self.engine.handle_tool_call(name, args)
 
     def get_status(self) -> dict[str, Any]:
         return self.engine.get_status()
 
     def on_session_reset(self) -> None:
-        self._ingested = 0
+        self._view.reset(self._session_id or "default")
         self.engine.on_session_reset()
 
     def on_session_end(self, session_id: str, messages: list[Message]) -> None:
+        self._ingest(messages)  # the released framework calls no per-turn hook
         self.engine.on_session_end(session_id, messages)
 
     def clone_for_agent(self) -> FrameworkEngineAdapter:
@@ -236,12 +286,57 @@ class FrameworkEngineAdapter:
             execution_host=self.execution_host,
         )
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> FrameworkEngineAdapter:
+        """The released framework deep-copies the registered engine per agent: a clone."""
+        return self.clone_for_agent()
+
+    # Members of the framework's current ABC, answered by the engine or the ABC's default.
+
+    @property
+    def protect_first_n(self) -> int:
+        return int(getattr(self.engine, "protect_first_n", 3))
+
+    @property
+    def protect_last_n(self) -> int:
+        return int(getattr(self.engine, "protect_last_n", 6))
+
+    @property
+    def emit_automatic_compaction_status(self) -> bool:
+        return bool(getattr(self.engine, "emit_automatic_compaction_status", True))
+
+    def should_compress_info(self, prompt_tokens: int | None = None) -> tuple[bool, str | None]:
+        return self.should_compress(prompt_tokens), None
+
+    def prune_tool_results_only(
+        self, messages: list[Message], current_tokens: int | None = None
+    ) -> tuple[list[Message], int]:
+        return messages, 0
+
+    def cache_plan(self, messages: list[Message], tools: list[dict], **kwargs: Any) -> Any:
+        return None
+
+    def pending_compression_operation(self, messages: list[Message]) -> str | None:
+        return None
+
+    def should_defer_preflight_to_real_usage(self, rough_tokens: int) -> bool:
+        return False
+
+    def get_automatic_compaction_status_message(
+        self, *, phase: str, default_message: str, **context: Any
+    ) -> str | None:
+        return default_message if self.emit_automatic_compaction_status else None
+
+    def has_content_to_compress(self, messages: list[Message]) -> bool:
+        return bool(messages)
+
 
 def with_system_addition(messages: list[Message], addition: str | None) -> list[Message]:
-    """``messages`` with ``addition`` put in front of the system prompt (or as one)."""
+    """``messages`` with ``addition`` put in front of the system prompt (or as one), once."""
     if not addition:
         return list(messages)
     if messages and messages[0].get("role") == "system":
+        if addition in str(messages[0].get("content") or ""):
+            return list(messages)  # already there: a system prompt never grows
         head = dict(messages[0])
         head["content"] = f"{addition}\n\n{head.get('content') or ''}".rstrip()
         return [head, *messages[1:]]

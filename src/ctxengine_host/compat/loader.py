@@ -17,12 +17,12 @@ import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
 from ..discovery import EngineLoadError, EngineRegistrar
 from ..manifest import read_manifest
-from .shims import install_framework_shims
+from .shims import fill_framework_gaps, install_framework_shims, route_auxiliary_client
 
 log = logging.getLogger("ctxengine.compat")
 
@@ -60,6 +60,8 @@ def import_plugin_package(directory: Path, name: str | None = None) -> ModuleTyp
             f"{directory}: no __init__.py; it must export the engine class or define register(ctx)"
         )
     install_framework_shims()
+    route_auxiliary_client()
+    fill_framework_gaps()
     module_name = synthetic_module_name(name or directory.name)
     existing = sys.modules.get(module_name)
     if existing is not None:
@@ -89,17 +91,63 @@ def _forget(module_name: str) -> None:
         del sys.modules[name]
 
 
+#: The registration calls of the framework's plugin ``ctx`` (hermes-agent 0.19.0,
+#: ``hermes_cli/plugins.py`` ``PluginContext``); all but ``register_context_engine``
+#: are accepted and noted, since ctxengine has no use for them.
+FRAMEWORK_REGISTRATIONS = (
+    "register_tool",
+    "register_cli_command",
+    "register_command",
+    "register_image_gen_provider",
+    "register_dashboard_auth_provider",
+    "register_video_gen_provider",
+    "register_web_search_provider",
+    "register_browser_provider",
+    "register_secret_source",
+    "register_tts_provider",
+    "register_transcription_provider",
+    "register_platform",
+    "register_slack_action_handler",
+    "register_auxiliary_task",
+    "register_hook",
+    "register_middleware",
+    "register_skill",
+    "register_memory_provider",
+)
+
+
 class PluginRegistrar(EngineRegistrar):
     """The ``ctx`` a plugin's ``register(ctx)`` receives.
 
-    ``register_context_engine`` is the call that matters; every other
-    ``register_*`` call a framework plugin may make is accepted and noted.
+    ``register_context_engine`` is the call that matters; every other call of the
+    framework's plugin context (:data:`FRAMEWORK_REGISTRATIONS`, ``inject_message``,
+    ``dispatch_tool``, and any later ``register_*``) is accepted and noted.
     """
 
-    def __init__(self, name: str, config: Any = None, context: Any = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        config: Any = None,
+        context: Any = None,
+        manifest: dict[str, Any] | None = None,
+    ) -> None:
         super().__init__(name, config, context)
         self.notes: list[str] = []
         self.logger = logging.getLogger(f"ctxengine.plugin.{name}")
+        data = dict(manifest or {})
+        self.manifest = SimpleNamespace(
+            name=data.get("name") or name,
+            key=name,
+            version=str(data.get("version") or ""),
+            description=data.get("description") or "",
+            author=data.get("author") or "",
+            provides_tools=list(data.get("provides_tools") or []),
+            provides_hooks=list(data.get("provides_hooks") or []),
+            requires_env=list(data.get("requires_env") or []),
+            source="user",
+            kind=data.get("kind") or "standalone",
+            path=data.get("path"),
+        )
 
     def _ignored(self, call: str, what: Any) -> None:
         note = (
@@ -109,23 +157,26 @@ class PluginRegistrar(EngineRegistrar):
         self.notes.append(note)
         log.info(note)
 
-    def register_hook(
-        self, hook_name: str, callback: Callable[..., Any] | None = None, *args: Any, **kwargs: Any
-    ) -> None:
-        self._ignored("register_hook", hook_name)
+    @property
+    def profile_name(self) -> str:
+        return "default"
 
-    def register_command(
-        self, command: str, handler: Any = None, *args: Any, **kwargs: Any
-    ) -> None:
-        self._ignored("register_command", command)
+    @property
+    def llm(self) -> Any:
+        """The host-owned LLM access: under ctxengine, the summarizer service."""
+        from . import auxiliary
 
-    def register_tool(self, tool: Any = None, *args: Any, **kwargs: Any) -> None:
-        if isinstance(tool, dict):
-            tool = tool.get("name", tool)
-        self._ignored("register_tool", getattr(tool, "__name__", tool))
+        return auxiliary.PluginLlm()
 
-    def register_memory_provider(self, provider: Any = None, *args: Any, **kwargs: Any) -> None:
-        self._ignored("register_memory_provider", type(provider).__name__)
+    def inject_message(self, content: str, role: str = "user") -> bool:
+        self._ignored("inject_message", role)
+        return False
+
+    def dispatch_tool(self, tool_name: str, args: dict | None = None, **kwargs: Any) -> str:
+        import json
+
+        self._ignored("dispatch_tool", tool_name)
+        return json.dumps({"error": f"ctxengine runs no agent tools; {tool_name} is unavailable"})
 
     def get_config(self, key: str | None = None, default: Any = None) -> Any:
         """The plugin's config block (``[engines.<name>]``), or one key of it."""
@@ -139,7 +190,10 @@ class PluginRegistrar(EngineRegistrar):
         if attr.startswith("register_"):
 
             def ignored(*args: Any, **kwargs: Any) -> None:
-                self._ignored(attr, args[0] if args else kwargs)
+                what = args[0] if args else kwargs
+                if isinstance(what, dict):
+                    what = what.get("name", what)
+                self._ignored(attr, getattr(what, "__name__", None) or what)
 
             return ignored
         raise AttributeError(attr)
@@ -169,6 +223,15 @@ def plugin_name(directory: Path) -> str:
     return Path(directory).name
 
 
+def manifest_of(directory: Path) -> dict[str, Any]:
+    """The directory's manifest (with its path), or ``{}`` when it has none."""
+    for manifest in MANIFESTS:
+        path = Path(directory) / manifest
+        if path.is_file():
+            return {**read_manifest(path), "path": str(directory)}
+    return {"path": str(directory)}
+
+
 def load_plugin_directory(directory: Path, *, config: Any = None, context: Any = None) -> list[Any]:
     """The engines a plugin directory provides: what ``register(ctx)`` registered
     (instances, usually), or else the engine classes it exports."""
@@ -177,7 +240,7 @@ def load_plugin_directory(directory: Path, *, config: Any = None, context: Any =
     module = import_plugin_package(directory, name)
     register = getattr(module, "register", None)
     if callable(register):
-        registrar = PluginRegistrar(name, config, context)
+        registrar = PluginRegistrar(name, config, context, manifest_of(directory))
         register(registrar)
         return [] if registrar.engine is None else [registrar.engine]
     return exported_engine_classes(module)

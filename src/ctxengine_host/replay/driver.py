@@ -127,10 +127,10 @@ def check_engine_installed(name: str | None, plugins_directory: str | None = Non
     """Refuse an engine named on the command line that no distribution or directory provides."""
     if not name or name in ("none", "legacy", "compressor"):
         return
-    from ..discovery import list_engines
+    from ..discovery import find_entries, list_engines
 
     entries = list_engines(plugins_directory=plugins_directory)
-    if any(e.name == name for e in entries):
+    if find_entries(name, entries) or any(e.source == "directory" and e.loadable for e in entries):
         return
     known = ", ".join(sorted({e.name for e in entries})) or "none"
     raise ReplayInputError(
@@ -169,6 +169,7 @@ def _replay(
                 report.turns.append(runner.play(turn))
                 if progress:
                     progress(turn.index, len(turns))
+            _note_session_fallback(report, session)
             final = runner.final_request()
             report.final_messages = list(final.messages) if final is not None else []
             tools = runner.engine_tools()
@@ -180,6 +181,17 @@ def _replay(
         host.close()
     report.wall_seconds = time.perf_counter() - started
     return report
+
+
+def _note_session_fallback(report: ReplayReport, session: Session) -> None:
+    """An engine quarantined at session open or during the run: the report says so."""
+    failed = session.guard.quarantined_from
+    if failed is None or report.engine_fallback:
+        return
+    report.engine_fallback = True
+    report.engine = session.guard.handle.name
+    reason = f"engine '{failed}' was quarantined during the session; the default engine ran"
+    report.engine_reason = reason if report.engine_reason is None else report.engine_reason
 
 
 def _open_session(host: ContextHost, parsed: ParsedSession) -> Session:

@@ -1,0 +1,130 @@
+"""What a framework host's message list holds that an exported engine has not stored yet.
+
+A framework host keeps the history itself, with no message uids, replaces it
+with whatever ``compress`` returns, and shows it to the engine at ``compress``,
+``select_context``, ``on_turn_complete`` and ``handle_tool_call(messages=...)``
+(the released package calls only the first and the last). :class:`HostView`
+remembers the list as last seen (by a fingerprint of each message) and tells
+which messages of a new list are new:
+
+* the longest prefix equal to the list last seen is known;
+* when the host rewrote a known message in place (a sanitizer, a pruned tool
+  output), the known tail is looked for further on, so only what follows it
+  is new;
+* a leading system message is the host's system prompt, never a message of
+  the conversation; messages the engine itself produced (its summaries) are
+  recognised by fingerprint wherever they come back.
+
+Each new message gets a uid from the session and its ordinal, so a message
+stored once is never stored again, and identical messages sent on purpose are
+stored each time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from ..messages import content_text
+
+Message = dict[str, Any]
+
+#: How many of the last known fingerprints must match for a realignment.
+ALIGN_RUN = 3
+
+
+def fingerprint(message: Any) -> str:
+    """Role, text, tool call ids and names: what a host keeps when it copies a message."""
+    if not isinstance(message, dict):
+        return "?"
+    calls = [
+        [c.get("id"), (c.get("function") or {}).get("name")]
+        for c in message.get("tool_calls") or []
+        if isinstance(c, dict)
+    ]
+    key = [message.get("role"), content_text(message), message.get("tool_call_id"), calls]
+    return hashlib.blake2b(json.dumps(key, default=str).encode(), digest_size=12).hexdigest()
+
+
+class HostView:
+    """The host's list as last seen, and the uids given to the messages taken from it."""
+
+    def __init__(self, session_id: str = "default") -> None:
+        self.session_id = session_id
+        self._known: list[str] = []
+        self._produced: set[str] = set()
+        self._ordinal = 0
+        #: Fingerprints of the messages of the list last seen, by object: a host passes
+        #: the same dicts turn after turn, so each is fingerprinted once.
+        self._prints: dict[int, tuple[Any, str]] = {}
+
+    def reset(self, session_id: str) -> None:
+        self.session_id = session_id
+        self._known = []
+        self._produced = set()
+        self._ordinal = 0
+        self._prints = {}
+
+    def _fingerprints(self, messages: Sequence[Any]) -> list[str]:
+        cache = self._prints
+        prints = []
+        fresh: dict[int, tuple[Any, str]] = {}
+        for message in messages:
+            held = cache.get(id(message))
+            value = held[1] if held is not None and held[0] is message else fingerprint(message)
+            fresh[id(message)] = (message, value)
+            prints.append(value)
+        self._prints = fresh
+        return prints
+
+    def take_new(self, messages: Sequence[Any]) -> list[Message]:
+        """The messages of ``messages`` not seen before, stamped with uids; the view moves on."""
+        messages = without_system_prompt(messages)
+        prints = self._fingerprints(messages)
+        start = self._new_from(prints)
+        fresh: list[Message] = []
+        for index in range(start, len(messages)):
+            message = messages[index]
+            if not isinstance(message, dict) or prints[index] in self._produced:
+                continue
+            self._ordinal += 1
+            uid = message.get("message_uid")
+            if not isinstance(uid, str) or not uid:
+                uid = self._uid(prints[index])
+            fresh.append({**message, "message_uid": uid})
+        self._known = prints
+        return fresh
+
+    def returned(self, messages: Sequence[Any], produced: Sequence[Any] = ()) -> None:
+        """The host will hold ``messages`` next (what ``compress`` returned); ``produced``
+        are the engine's own messages among them (summaries), never stored as raw."""
+        self._known = self._fingerprints(without_system_prompt(messages))
+        self._produced.update(fingerprint(m) for m in produced)
+
+    def _new_from(self, prints: list[str]) -> int:
+        known = self._known
+        prefix = 0
+        for have, want in zip(prints, known, strict=False):
+            if have != want:
+                break
+            prefix += 1
+        if prefix == len(known) or not known:
+            return prefix
+        run = known[-ALIGN_RUN:]
+        for end in range(len(prints), len(run) - 1, -1):
+            if prints[end - len(run) : end] == run:
+                return end
+        return prefix
+
+    def _uid(self, print_: str) -> str:
+        raw = f"{self.session_id}\0{self._ordinal}\0{print_}".encode()
+        return "fw-" + hashlib.blake2b(raw, digest_size=12).hexdigest()
+
+
+def without_system_prompt(messages: Sequence[Any]) -> Sequence[Any]:
+    """``messages`` without a leading system message (the host's system prompt)."""
+    if messages and isinstance(messages[0], dict) and messages[0].get("role") == "system":
+        return messages[1:]
+    return messages
