@@ -353,6 +353,10 @@ class Session:
             request = self._assembler.assemble()
             if request.over_budget:
                 request = self._handle_overflow(request, events)
+            request = self._assembler.check_coverage(request)
+            self.turn_stats.omitted_messages += request.omitted
+            self.turn_stats.requests_with_omissions += int(request.omitted > 0)
+            self.turn_stats.sent_messages = request.sent_messages
             request.compactions = events
             request.compacted = any(e.compacted for e in events)
             self.turn_stats.request_tokens = request.estimated_tokens
@@ -473,6 +477,9 @@ class Session:
                 engine=self.guard.handle.name,
                 usage=stats.usage,
                 invalid_results=sum(self.guard.invalid_results.values()),
+                omitted_messages=stats.omitted_messages,
+                requests_with_omissions=stats.requests_with_omissions,
+                sent_messages=stats.sent_messages,
                 host_ms=max(
                     0.0,
                     stats.busy_ms

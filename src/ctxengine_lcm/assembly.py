@@ -14,13 +14,27 @@ from ctxengine_host.tokens import REPLY_PRIMER_TOKENS
 
 Message = dict[str, Any]
 
+_RECALL = (
+    "When a detail matters (a value, a name, an error, code), recover it instead of "
+    "guessing: lcm_grep searches the full history (full text or regex), lcm_expand(id) "
+    "returns a summary's sources or a message verbatim, lcm_describe(id) shows an id's "
+    "metadata and lineage."
+)
+#: The addition when the request carries summaries.
 SYSTEM_PROMPT_ADDITION = (
     "Lossless context: earlier parts of this conversation appear as [Summary sum_N ...] "
-    "entries; every original message is still stored verbatim. When a detail matters "
-    "(a value, a name, an error, code), recover it instead of guessing: lcm_grep searches "
-    "the full history (full text or regex), lcm_expand(id) returns a summary's sources or a "
-    "message verbatim, lcm_describe(id) shows an id's metadata and lineage."
+    "entries; every original message is still stored verbatim. " + _RECALL
 )
+#: The addition when it carries none: it must not claim summaries that are not there.
+SYSTEM_PROMPT_ADDITION_NO_SUMMARIES = (
+    "Lossless context: every message of this conversation is stored verbatim, including "
+    "any that are not shown here. " + _RECALL
+)
+
+
+def system_prompt_addition(with_summaries: bool) -> str:
+    """The addition that describes the request as it is."""
+    return SYSTEM_PROMPT_ADDITION if with_summaries else SYSTEM_PROMPT_ADDITION_NO_SUMMARIES
 
 
 def blocks_of(messages: Sequence[Message], tokens: Sequence[int]) -> list[tuple[int, int, int]]:
