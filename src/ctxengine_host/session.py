@@ -67,6 +67,9 @@ log = logging.getLogger("ctxengine.runtime")
 
 Message = dict[str, Any]
 
+#: The host's floor for a conversation budget: one short message and the reply primer.
+MIN_BUDGET_TOKENS = 32
+
 
 class Session:
     """One agent's conversation. Use :meth:`ContextHost.open_session` to get one.
@@ -225,16 +228,25 @@ class Session:
             - self.head_tokens
             - tool_tokens
         )
-        if budget <= 0:
+        floor = self._budget_floor()
+        if budget < floor:
             raise BudgetError(
                 f"no room for the conversation: context length {self.host.context_length} - "
                 f"reserve_output_tokens {self.host.reserve_output_tokens} - system prompt "
-                f"{self.head_tokens} - tool schemas {tool_tokens} = {budget} tokens; raise the "
-                "context length, lower [context] reserve_output_tokens, or shorten the system "
-                "prompt/tools"
+                f"{self.head_tokens} - tool schemas {tool_tokens} = {budget} tokens, and "
+                f"engine '{self.guard.handle.name}' needs at least {floor}; raise the context "
+                f"length by {floor - budget} or more, lower [context] reserve_output_tokens, "
+                "or shorten the system prompt/tools"
             )
         self.tool_tokens = tool_tokens
         return budget
+
+    def _budget_floor(self) -> int:
+        """The engine's declared minimum budget, never below the host's own."""
+        declared = getattr(self.guard.engine, "min_budget_tokens", 0)
+        if not isinstance(declared, int) or isinstance(declared, bool):
+            declared = 0
+        return max(MIN_BUDGET_TOKENS, declared)
 
     def messages(self) -> list[Message]:
         """Deep copies of the live view, uids included."""
