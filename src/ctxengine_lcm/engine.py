@@ -29,6 +29,7 @@ from ctxengine_host.models import (
     IngestResult,
     SummaryResult,
 )
+from ctxengine_host.tasktext import shorten_task, summarize_with, task_limit
 
 from .assembly import (
     SYSTEM_PROMPT_ADDITION,
@@ -37,7 +38,7 @@ from .assembly import (
     system_prompt_addition,
 )
 from .backend import open_lcm_store
-from .compaction import Compactor
+from .compaction import Compactor, pinned_task
 from .config import LcmConfig, resolve_database_path
 from .render import context_message, derived_uid, large_output_stub, summary_message, to_new_message
 from .store import Appended, ContextItem, Conversation, Grant, LcmStore, NewMessage
@@ -92,6 +93,8 @@ class LcmEngine(ContextEngine):
         #: without asking the store (messages are never deleted).
         self._stored_uids: set[str] = set()
         self._rendered: dict[tuple[str, int], Message] = {}
+        #: (uid, limit) -> the shortened copy of an oversized task message (the newest one).
+        self._shortened: dict[tuple[Any, int], Message] = {}
         #: Summary id -> (first uid, last uid) of the messages it covers.
         self._spans: dict[int, tuple[str, str] | None] = {}
         #: Exact token counts of the rendered messages, by object id (they live in _rendered).
@@ -320,6 +323,7 @@ class LcmEngine(ContextEngine):
         if not items:
             return None
         rendered = self._render(items)
+        self._shorten_task(items, rendered, budget)
         if self._addition_tokens is None:
             self._addition_tokens = self.context.count_tokens(SYSTEM_PROMPT_ADDITION)  # the longer
         if budget < 1 << 61:
@@ -351,6 +355,28 @@ class LcmEngine(ContextEngine):
         )
         self._last_assembly = (key, head, result)
         return _fresh_copy(result)
+
+    def _shorten_task(self, items: list[ContextItem], rendered: list[Message], budget: int) -> None:
+        """Swap in a shortened copy of the task (the newest user message) when it takes more
+        than a quarter of the budget: head and tail verbatim, a marked summary between."""
+        if budget >= 1 << 61:
+            return
+        index = pinned_task(items)
+        if index is None:
+            return
+        message = rendered[index]
+        limit = task_limit(budget - (self._addition_tokens or 0))
+        if self._rendered_tokens[id(message)] <= limit:
+            return
+        key = (message.get("message_uid"), limit)
+        if key not in self._shortened:
+            summarize = summarize_with(self.context.summarize)
+            self._shortened = {
+                key: shorten_task(message, limit, self.context.count_tokens, summarize)
+            }
+        shortened = self._shortened[key]
+        rendered[index] = shortened
+        self._rendered_tokens[id(shortened)] = self.context.count_tokens(shortened)
 
     def _summary_span(self, summary_id: int) -> tuple[str, str] | None:
         """The uids of the first and last message a summary covers (cached: spans never change)."""

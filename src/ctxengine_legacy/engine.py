@@ -20,6 +20,7 @@ from ctxengine_host.engine import ContextEngine
 from ctxengine_host.messages import content_text
 from ctxengine_host.models import CompactResult, SummaryResult
 from ctxengine_host.summarizer import SummarizerError, SummarizerService
+from ctxengine_host.tasktext import shorten_task, summarize_with, task_limit
 from ctxengine_host.tokens import REPLY_PRIMER_TOKENS, TokenCounter, message_digest
 from ctxengine_host.usage import apply_usage
 
@@ -187,8 +188,46 @@ class LegacyEngine(ContextEngine):
                 )
                 if tight.ok and tight.compacted:
                     result = tight
+        result = self._with_task_shortened(result, messages, before, threshold)
         self._record(result, before, threshold)
         return result
+
+    def _with_task_shortened(
+        self, result: CompactResult, messages: list[Message], before: int, threshold: int
+    ) -> CompactResult:
+        """``result`` with the newest user message shortened when it is over its share.
+
+        The task is kept in every request; one larger than a quarter of the budget keeps
+        its head and tail verbatim and a marked summary of its middle.
+        """
+        out = result.messages if result.messages is not None else messages
+        index = next((i for i in range(len(out) - 1, -1, -1) if out[i].get("role") == "user"), None)
+        if index is None or is_summary_message(out[index], frozenset(self._summary_uids)):
+            return result
+        limit = task_limit(int(threshold / self.threshold_percent))
+        if self._count_message(out[index]) <= limit:
+            return result
+        if self.context is not None:
+            summarize = summarize_with(self.context.summarize)
+        else:
+            summarize = summarize_with(_standalone_services()[1].summarize)
+        count = functools.partial(_count_text, self._count_message)
+        shortened = shorten_task(out[index], limit, count, summarize)
+        new = [*out[:index], shortened, *out[index + 1 :]]
+        after = self._count_list(new)
+        reason = (
+            f"{result.reason}; the task message shortened"
+            if result.compacted
+            else ("the task message shortened (over a quarter of the budget)")
+        )
+        return CompactResult(
+            ok=True,
+            compacted=True,
+            reason=reason,
+            tokens_before=before,
+            tokens_after=after,
+            messages=new,
+        )
 
     def _note_session_tokens(self, messages: list[Message], costs: list[int]) -> None:
         """Add the tokens of messages not seen before (our own summaries aside)."""
@@ -422,6 +461,10 @@ class LegacyEngine(ContextEngine):
         if self._ineffective_in_a_row >= self.settings.max_ineffective_compactions:
             growth = max(1, int(threshold * RESUME_GROWTH_FRACTION))
             self._paused_until_tokens = max(before, after) + growth
+
+
+def _count_text(count_message: Any, text: str) -> int:
+    return int(count_message({"role": "user", "content": text}))
 
 
 def _folded_without_summary(

@@ -82,20 +82,24 @@ def test_oldest_summaries_dropped_first_and_newest_user_turn_kept(tmp_path, data
     tight = engine.select_context(history, budget_tokens=900)
     assert tight.estimated_tokens <= 900
     newest_user = next(m for m in reversed(history) if m["role"] == "user")
-    assert newest_user in _body(tight)
+    # Kept (shortened: it is over a quarter of this tiny budget, #14).
+    assert newest_user["message_uid"] in [m.get("message_uid") for m in _body(tight)]
     # What survives is a suffix of the full selection (the oldest parts went first).
     full_body, tight_body = _body(full), _body(tight)
-    tail = [m for m in tight_body if "message_uid" in m]
-    assert tail == full_body[len(full_body) - len(tail) :]
+    tail = [m["message_uid"] for m in tight_body if "message_uid" in m]
+    full_uids = [m.get("message_uid") for m in full_body]
+    assert tail == full_uids[len(full_uids) - len(tail) :]
 
 
-def test_fresh_tail_never_splits_the_newest_user_turn(tmp_path, database):
-    engine = make_engine(tmp_path, database=database, fresh_tail_messages=2)
-    history = drive(engine, 20)
-    # A long agent loop after one user message: 30 tool round trips.
+def test_a_long_agent_loop_is_summarized_inside_the_turn(tmp_path, database):
+    """One user message, then a long tool loop (#14): the old middle of the newest turn is
+    summarized; the task and the newest calls stay raw; the summaries declare their cover."""
+    engine = make_engine(tmp_path, database=database, fresh_tail_messages=8)
+    history = drive(engine, 2)
     batch = [{"role": "user", "content": "refactor everything", "message_uid": uid()}]
     for n in range(30):
         call = f"loop_{n}"
+        output = " ".join(f"edit{n}x{i}" for i in range(120))
         batch += [
             {
                 "role": "assistant",
@@ -109,13 +113,27 @@ def test_fresh_tail_never_splits_the_newest_user_turn(tmp_path, database):
                     }
                 ],
             },
-            {"role": "tool", "tool_call_id": call, "content": f"edited {n}", "message_uid": uid()},
+            {"role": "tool", "tool_call_id": call, "content": output, "message_uid": uid()},
         ]
     engine.ingest("s1", batch)
-    engine.compress(history + batch, force=True)
+    report = engine.compress(history + batch, force=True)
+    assert report.compacted
     result = engine.select_context(history + batch, budget_tokens=6000)
     uids = [m.get("message_uid") for m in result.messages]
-    assert all(m["message_uid"] in uids for m in batch)  # the whole newest turn is raw
+    assert batch[0]["message_uid"] in uids  # the task
+    assert all(m["message_uid"] in uids for m in batch[-8:])  # the newest calls, raw
+    assert not all(m["message_uid"] in uids for m in batch[1:-8])  # the middle: summarized
+    assert result.covers and "[Summary sum_" in result.messages[1]["content"]
+    assert uncovered(history + batch, result) == []
+
+
+def uncovered(live: list[dict], result) -> list[int]:
+    """Positions of live messages neither in the selection nor in a declared cover."""
+    position = {m["message_uid"]: i for i, m in enumerate(live) if "message_uid" in m}
+    covered = {position[u] for m in result.messages if (u := m.get("message_uid")) in position}
+    for first, last in result.covers:
+        covered.update(range(position[first], position[last] + 1))
+    return [i for i in position.values() if i not in covered]
 
 
 #: A tool output far over ``large_output_tokens`` (500): 2,000 lines, every one "secret-N".
