@@ -255,10 +255,11 @@ class RequestAssembler:
         request.estimated_tokens += extra
         request.precheck_tokens += extra
         log.warning(
-            "session %s: %d live messages left out of the request without a summary; "
+            "session %s: %d live messages (%s) left out of the request without a summary; "
             "marked in the request",
             session.session_id,
             request.omitted,
+            ", ".join(f"#{s + 1}-#{e}" for s, e in runs[:5]),
         )
         return request
 

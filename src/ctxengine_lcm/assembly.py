@@ -62,17 +62,27 @@ def fit_to_budget(
     budget: int,
     count: Callable[[list[Message]], int],
     finalize: Callable[[list[Message]], list[Message]] = list,
+    task: int | None = -1,
 ) -> tuple[list[Message], int]:
     """``head`` plus the newest blocks of ``items`` that fit ``budget``; returns (messages, tokens).
 
     Per-item counts choose what to drop; ``finalize`` shapes the kept items (e.g. merges
     the summaries into one message) and the final figure is counted exactly on the result.
+    ``task`` is the index of the item always kept (the task message; user-role summaries
+    are not it); -1 means the newest user-role item.
     """
     blocks = blocks_of(items, item_tokens)
-    newest_user = next(
-        (b for b in range(len(blocks) - 1, -1, -1) if items[blocks[b][0]].get("role") == "user"),
-        None,
-    )
+    if task == -1:
+        newest_user = next(
+            (
+                b
+                for b in range(len(blocks) - 1, -1, -1)
+                if items[blocks[b][0]].get("role") == "user"
+            ),
+            None,
+        )
+    else:
+        newest_user = next((b for b, block in enumerate(blocks) if block[0] == task), None)
     head_tokens = count(head) - REPLY_PRIMER_TOKENS if head else 0
     # Blocks go oldest first; the newest block and the newest user message always stay.
     droppable = [b for b in range(len(blocks) - 1) if b != newest_user]

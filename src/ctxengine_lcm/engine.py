@@ -345,6 +345,7 @@ class LcmEngine(ContextEngine):
             budget - self._addition_tokens,
             self._exact_count,
             finalize,
+            task=pinned_task(items),
         )
         covers = [span for s in sent_summaries if (span := self._summary_span(s)) is not None]
         result = AssembleResult(
