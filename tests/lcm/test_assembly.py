@@ -189,3 +189,19 @@ def test_a_word_deep_in_a_large_output_is_found(tmp_path, database):
     # Ranked by its beginning, shown by a snippet around the match deep inside.
     snippet = hits["results"][0]["snippet"]
     assert "13965" in snippet and len(snippet) < 1_000, snippet
+
+
+def test_the_system_prompt_addition_claims_summaries_only_when_the_request_has_them(
+    tmp_path, database
+):
+    from ctxengine_lcm.assembly import SYSTEM_PROMPT_ADDITION, SYSTEM_PROMPT_ADDITION_NO_SUMMARIES
+
+    engine = make_engine(tmp_path, database=database)
+    history = drive(engine, 2)
+    plain = engine.select_context(history, budget_tokens=6000)
+    assert plain.system_prompt_addition == SYSTEM_PROMPT_ADDITION_NO_SUMMARIES
+    assert "[Summary" not in SYSTEM_PROMPT_ADDITION_NO_SUMMARIES and plain.covers == []
+    history = history + drive(engine, 40, start=2)[1:]
+    summarized = engine.select_context(history, budget_tokens=6000)
+    assert summarized.system_prompt_addition == SYSTEM_PROMPT_ADDITION
+    assert summarized.covers and uncovered(history, summarized) == []

@@ -7,9 +7,14 @@ from __future__ import annotations
 import pytest
 from support.shapes import SHAPES, write_shape
 
+from ctxengine_host.models import SummaryResult
 from ctxengine_host.replay.driver import ReplayOptions, replay_file
 from ctxengine_host.sessionfile import load_session
 from ctxengine_host.tokens import TokenCounter
+from ctxengine_legacy.engine import FOLD_NOTE_PREFIX
+from ctxengine_legacy.summary_message import is_summary_message
+
+from .conftest import long_session
 
 
 def replay(tmp_path, shape: str, window: int) -> tuple[dict, int]:
@@ -40,3 +45,22 @@ def test_a_single_long_loop_does_not_thrash_at_a_16k_window(tmp_path):
     assert summary["compactions"] <= summary["provider_calls"] // 4
     assert summary["summary_tokens_total"] <= own_tokens
     assert summary["probes_in_context"] >= summary["probes_total"] // 2
+
+
+def test_once_the_summary_budget_is_spent_compactions_fold_instead_of_resummarizing(
+    make_engine,
+):
+    calls = []
+
+    def summarize(content, target_tokens, focus_topic=None, previous=None):
+        calls.append(target_tokens)
+        return SummaryResult(text="Summary text. " * 30, level=0, output_tokens=120)
+
+    engine = make_engine(window=8192, summarize=summarize, max_summary_token_ratio=0.01)
+    first = engine.compress(long_session(30)).messages
+    assert len(calls) == 1  # the first summary is always written
+    second = engine.compress(first + long_session(30)[1:]).messages
+    assert len(calls) == 1  # the budget (1% of the session) is spent: no second summary
+    (carrier,) = [m for m in second if is_summary_message(m)]
+    assert FOLD_NOTE_PREFIX in carrier["content"] and "Summary text." in carrier["content"]
+    assert engine.get_status()["last_compaction"]["compacted"]
