@@ -8,8 +8,10 @@ runtime (no bootstrap, maintain, summarizer service or sub-agent hooks), so an
 engine whose ``host_requirements`` need more is refused at wrap time.
 Our richer results are folded into what that host understands:
 ``CompactResult`` and ``AssembleResult`` become lists, a
-``system_prompt_addition`` goes in front of the request's system message, and
-``ingest`` is fed the new messages of each finished turn.
+``system_prompt_addition`` goes in front of the request's system message, the
+``covers`` of the last selection are kept in ``last_select_covers`` (the live
+messages the returned list represents without sending them), and ``ingest`` is
+fed the new messages of each finished turn.
 """
 
 from __future__ import annotations
@@ -88,6 +90,8 @@ class FrameworkEngineAdapter:
             )
         self.engine = engine
         self.capabilities = frozenset(capabilities)
+        #: What the last ``select_context`` declared covered (``AssembleResult.covers``).
+        self.last_select_covers: list[Any] = []
         self.execution_host = execution_host
         self._session_id: str | None = None
         self._ingested = 0
@@ -168,6 +172,7 @@ class FrameworkEngineAdapter:
                 "runtime_settings": self._settings(budget_tokens),
             },
         )
+        self.last_select_covers = list(result.covers) if isinstance(result, AssembleResult) else []
         if isinstance(result, AssembleResult):
             return with_system_addition(result.messages, result.system_prompt_addition)
         return result if isinstance(result, list) and result else None
