@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from support.shapes import SHAPES, write_shape
 
+from ctxengine_host.generator import generate_single_loop, write_session
 from ctxengine_host.models import SummaryResult
 from ctxengine_host.replay.driver import ReplayOptions, replay_file
 from ctxengine_host.sessionfile import load_session
@@ -17,8 +18,8 @@ from ctxengine_legacy.summary_message import is_summary_message
 from .conftest import long_session
 
 
-def replay(tmp_path, shape: str, window: int) -> tuple[dict, int]:
-    path = write_shape(tmp_path, shape)
+def replay(tmp_path, shape: str, window: int, path=None) -> tuple[dict, int]:
+    path = path or write_shape(tmp_path, shape)
     config = tmp_path / "ctxengine.toml"
     config.write_text("")
     options = ReplayOptions(engine="legacy", context_length=window, config_path=str(config))
@@ -38,13 +39,17 @@ def test_every_live_message_is_sent_or_covered(tmp_path, shape):
 
 
 def test_a_single_long_loop_does_not_thrash_at_a_16k_window(tmp_path):
-    report, own_tokens = replay(tmp_path, "single-loop", 16384)
+    """The benchmark's 400-step loop (before: 165 compactions, 10 requests cut by the host,
+    98,975 summary tokens for a 291,617-token session, 5 of 16 probes in context)."""
+    path, _ = write_session(tmp_path / "loop-400.jsonl", generate_single_loop(400, 400))
+    report, own_tokens = replay(tmp_path, "single-loop", 16384, path)
     summary = report["summary"]
-    assert summary["host_substitutions"] == 0 and not summary["window_too_small"]
-    # One compaction per a few calls at most, not one per call (the #14 thrash).
-    assert summary["compactions"] <= summary["provider_calls"] // 4
-    assert summary["summary_tokens_total"] <= own_tokens
+    # One compaction per several calls, not one per two (the #14 thrash).
+    assert summary["compactions"] <= summary["provider_calls"] // 6
+    assert summary["host_substitutions"] == 0
+    assert summary["summary_tokens_total"] <= own_tokens // 5
     assert summary["probes_in_context"] >= summary["probes_total"] // 2
+    assert not summary["window_too_small"]
 
 
 def test_once_the_summary_budget_is_spent_compactions_fold_instead_of_resummarizing(
