@@ -11,7 +11,6 @@ from .model import ReplayReport, TurnRow
 COLUMNS = (
     ("turn", 5),
     ("live", 6),
-    ("sent", 6),
     ("stored", 7),
     ("request", 8),
     ("budget", 7),
@@ -45,7 +44,6 @@ def turn_line(row: TurnRow) -> str:
     values = (
         row.turn,
         row.live_messages,
-        row.sent_messages,
         row.stored_messages,
         row.request_tokens,
         row.budget_tokens,
