@@ -205,3 +205,19 @@ def test_the_system_prompt_addition_claims_summaries_only_when_the_request_has_t
     summarized = engine.select_context(history, budget_tokens=6000)
     assert summarized.system_prompt_addition == SYSTEM_PROMPT_ADDITION
     assert summarized.covers and uncovered(history, summarized) == []
+
+
+def test_a_task_over_a_quarter_of_the_budget_is_sent_shortened(tmp_path, database):
+    from ctxengine_host.tasktext import TASK_MARKER_PREFIX
+
+    engine = make_engine(tmp_path, database=database)
+    history = drive(engine, 3)
+    task = "Fix the parser. " + " ".join(f"Case {i} fails on long input." for i in range(600))
+    big = {"role": "user", "content": task + " Finally: run the suite.", "message_uid": uid()}
+    engine.ingest("s1", [big])
+    result = engine.select_context([*history, big], budget_tokens=6000)
+    (sent,) = [m for m in result.messages if m.get("message_uid") == big["message_uid"]]
+    assert TASK_MARKER_PREFIX in sent["content"]
+    assert sent["content"].startswith("Fix the parser.") and sent["content"].endswith("suite.")
+    assert count_tokens(sent) <= 6000 // 4 * 1.1
+    assert result.estimated_tokens <= 6000

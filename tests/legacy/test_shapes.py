@@ -69,3 +69,20 @@ def test_once_the_summary_budget_is_spent_compactions_fold_instead_of_resummariz
     (carrier,) = [m for m in second if is_summary_message(m)]
     assert FOLD_NOTE_PREFIX in carrier["content"] and "Summary text." in carrier["content"]
     assert engine.get_status()["last_compaction"]["compacted"]
+
+
+def test_a_task_over_a_quarter_of_the_budget_keeps_its_head_and_tail(make_engine):
+    from ctxengine_host.tasktext import TASK_MARKER_PREFIX
+
+    task = "Fix the parser. " + " ".join(f"Case {i} fails on long input." for i in range(900))
+    task += " Finally: run the whole suite."
+    messages = long_session(12)
+    messages.append({"role": "user", "content": task, "message_uid": "task-uid"})
+    messages.append({"role": "assistant", "content": "On it."})
+    engine = make_engine(window=16384)
+    result = engine.compress(messages)
+    (shortened,) = [m for m in result.messages if m.get("message_uid") == "task-uid"]
+    text = shortened["content"]
+    assert text.startswith("Fix the parser. Case 0 fails") and text.endswith("the whole suite.")
+    assert TASK_MARKER_PREFIX in text
+    assert engine._count_message(shortened) <= 16384 / 4 * 1.1  # no host: the window is the budget
