@@ -11,9 +11,11 @@ engine's algorithm (``substitute``).
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+from .coverage import covered_intervals, mark_omissions, uncovered_runs
 from .fallback import keep_newest_that_fit
 from .isolation import SKIPPED
 from .models import AssembleResult
@@ -26,6 +28,11 @@ if TYPE_CHECKING:
     from .session import Session
 
 Message = dict[str, Any]
+
+log = logging.getLogger("ctxengine.runtime")
+
+#: Room kept free when the host cuts a request, for its omission marker.
+MARKER_RESERVE_TOKENS = 64
 
 
 def system_head(system_prompt: str | None, addition: str | None) -> list[Message]:
@@ -95,11 +102,13 @@ class RequestAssembler:
             except Exception as exc:
                 guard.note_invalid("select_context", f"bad AssembleResult dict: {exc}")
                 return request
+        covers: list[Any] = []
         if isinstance(result, AssembleResult):
             addition = result.system_prompt_addition or None
             authority = result.prompt_authority
             engine_estimate = result.estimated_tokens
             selected = result.messages
+            covers = list(result.covers)
             if not selected and not addition:
                 return request
         elif isinstance(result, list):
@@ -110,11 +119,13 @@ class RequestAssembler:
         if not all(isinstance(m, dict) for m in selected):
             guard.note_invalid("select_context", "the list holds non-dict items")
             return request
+        sources: list[Message] | None = None
         if selected:
             kept = self._without_own_system_prompt(selected)
             # Counted before stripping: uids and digests find the cached counts.
             conversation = session.live.count(kept) + REPLY_PRIMER_TOKENS
             wire = [session.live.provider_copy(m) for m in kept]
+            sources = kept
         else:  # an addition alone: the default request's messages, already counted
             wire = request.messages[len(session.head) :]
             conversation = request.conversation_tokens
@@ -151,6 +162,8 @@ class RequestAssembler:
             system_prompt_addition=addition,
             prompt_authority=authority,
             originals=self._originals(request, head, kept if selected else None, wire),
+            covers=covers,
+            sources=sources,
         )
 
     def _originals(
@@ -196,14 +209,19 @@ class RequestAssembler:
         """This request only, compacted by the default engine (last resort: drop the oldest)."""
         session = self.session
         head_len = len(session.head)
-        body = request.messages[head_len:]
+        body = request.sources
+        if body is None:  # the default request: the live view, uids included
+            body = [e.message for e in session.live.entries]
         counter = session.host.counter
-        budget = session.budget_tokens
+        budget = session.budget_tokens - MARKER_RESERVE_TOKENS  # room for a marker
+        covers: list[Any] = []
         compacted = session.host.default_compaction(body, budget)
         if compacted is None or sequence_problems(compacted):
             compacted = keep_newest_that_fit(
                 body, budget - REPLY_PRIMER_TOKENS, counter.count_messages
             )
+        else:  # the default engine's summary represents what it took out
+            covers = self._summarized_away(body, compacted)
         conversation = session.live.count(compacted) + REPLY_PRIMER_TOKENS
         wire = [session.live.provider_copy(m) for m in compacted]
         head = request.messages[:head_len]
@@ -212,15 +230,58 @@ class RequestAssembler:
             tools=request.tools,
             estimated_tokens=request.estimated_tokens - request.conversation_tokens + conversation,
             conversation_tokens=conversation,
-            budget_tokens=budget,
+            budget_tokens=session.budget_tokens,
             selected=request.selected,
-            over_budget=conversation > budget,
+            over_budget=conversation > session.budget_tokens,
             precheck_tokens=conversation,
             system_prompt_addition=request.system_prompt_addition,
             prompt_authority=request.prompt_authority,
             substituted=True,
             shape=request.shape,
+            covers=covers,
+            sources=compacted,
         )
+
+    def _summarized_away(self, body: list[Message], compacted: list[Message]) -> list[Any]:
+        """Uids of ``body`` missing from ``compacted`` when ``compacted`` holds a new summary."""
+        kept = {m.get("message_uid") for m in compacted}
+        live = self.session.live
+        if all(live.position(m.get("message_uid")) is not None for m in compacted):
+            return []  # nothing new in the result: messages were only dropped
+        return [m["message_uid"] for m in body if m.get("message_uid") not in kept]
+
+    def check_coverage(self, request: ProviderRequest) -> ProviderRequest:
+        """Mark the live messages the request leaves out uncovered (O(request), not O(live)).
+
+        The default request sends the whole live view: nothing to check.
+        """
+        session = self.session
+        request.sent_messages = len(request.messages)
+        if request.sources is None:
+            return request
+        live = session.live
+        head_len = len(request.messages) - len(request.sources)
+        covered = covered_intervals(request.sources, request.covers, live.position)
+        runs = uncovered_runs(len(live), covered)
+        if not runs:
+            return request
+        body = request.messages[head_len:]
+        marked = mark_omissions(body, request.sources, runs, live.position)
+        extra = live.count(marked) - live.count(body)
+        request.messages = [*request.messages[:head_len], *marked]
+        request.sent_messages = len(request.messages)
+        request.omitted = sum(end - start for start, end in runs)
+        request.conversation_tokens += extra
+        request.estimated_tokens += extra
+        request.precheck_tokens += extra
+        log.warning(
+            "session %s: %d live messages (%s) left out of the request without a summary; "
+            "marked in the request",
+            session.session_id,
+            request.omitted,
+            ", ".join(f"#{s + 1}-#{e}" for s, e in runs[:5]),
+        )
+        return request
 
 
 def _is_copy_of(message: Message, head: Message) -> bool:

@@ -35,6 +35,9 @@ class ContextEngine(abc.ABC):
     turn_maintenance_mode: ClassVar[str] = "foreground"
     host_requirements: ClassVar[dict[str, HostRequirement | dict[str, Any]]] = {}
     config_model: ClassVar[type | None] = None
+    #: The smallest conversation budget the engine can work with; the host refuses a
+    #: session below it (or below its own floor), naming the numbers and the fix.
+    min_budget_tokens: int = 0
 
     # Budget attributes the host reads.
     last_prompt_tokens: int = 0

@@ -57,6 +57,7 @@ class LiveView:
         self.state = SequenceState(strict_alternation=strict_alternation)
         self.pairing = ToolCallPairing()
         self._by_uid: dict[str, LiveEntry] = {}  # the newest entry of each uid
+        self._position: dict[str, int] = {}  # the index of that entry
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -93,7 +94,7 @@ class LiveView:
         self.entries.extend(entries)
         self.wire.extend(e.wire for e in entries)
         self.tokens += sum(e.tokens for e in entries)
-        self._index(entries)
+        self._index(entries, len(self.entries) - len(entries))
 
     def replace(self, entries: list[LiveEntry], state: SequenceState) -> None:
         """Point the view at ``entries`` (a compaction result) whose validity state is ``state``."""
@@ -105,7 +106,8 @@ class LiveView:
         for entry in entries:
             self.pairing.observe(entry.message)
         self._by_uid = {}
-        self._index(entries)
+        self._position = {}
+        self._index(entries, 0)
 
     def clear(self) -> None:
         self.replace([], SequenceState(strict_alternation=self.strict_alternation))
@@ -157,8 +159,13 @@ class LiveView:
                 total += counter.count_message_version(m, key, message_digest(m))
         return total
 
-    def _index(self, entries: list[LiveEntry]) -> None:
-        for entry in entries:
+    def position(self, uid: Any) -> int | None:
+        """The live index of the message with ``uid`` (its newest entry), or None."""
+        return self._position.get(uid) if isinstance(uid, str) else None
+
+    def _index(self, entries: list[LiveEntry], start: int) -> None:
+        for offset, entry in enumerate(entries):
             uid = entry.message.get("message_uid")
             if isinstance(uid, str):
                 self._by_uid[uid] = entry
+                self._position[uid] = start + offset

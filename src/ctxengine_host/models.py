@@ -43,6 +43,10 @@ class AssembleResult(_Model):
     estimated_tokens: NonNegativeInt = 0
     system_prompt_addition: str | None = None
     prompt_authority: Literal["assembled", "preassembly_may_overflow"] = "assembled"
+    #: Live messages left out of ``messages`` that the request still represents (in a
+    #: summary it sends): message uids, or inclusive ``(first_uid, last_uid)`` ranges in
+    #: live order. Live messages neither sent nor covered get the host's omission marker.
+    covers: list[str | tuple[str, str]] = Field(default_factory=list)
 
 
 class CompactResult(_Model):

@@ -68,6 +68,9 @@ log = logging.getLogger("ctxengine.runtime")
 
 Message = dict[str, Any]
 
+#: The host's floor for a conversation budget: one short message and the reply primer.
+MIN_BUDGET_TOKENS = 32
+
 
 class Session:
     """One agent's conversation. Use :meth:`ContextHost.open_session` to get one.
@@ -238,13 +241,15 @@ class Session:
             - self.head_tokens
             - tool_tokens
         )
-        if budget <= 0:
+        floor = self._budget_floor()
+        if budget < floor:
             raise BudgetError(
                 f"no room for the conversation: context length {self.host.context_length} - "
                 f"reserve_output_tokens {self.host.reserve_output_tokens} - system prompt "
-                f"{self.head_tokens} - tool schemas {tool_tokens} = {budget} tokens; raise the "
-                "context length, lower [context] reserve_output_tokens, or shorten the system "
-                "prompt/tools"
+                f"{self.head_tokens} - tool schemas {tool_tokens} = {budget} tokens, and "
+                f"engine '{self.guard.handle.name}' needs at least {floor}; raise the context "
+                f"length by {floor - budget} or more, lower [context] reserve_output_tokens, "
+                "or shorten the system prompt/tools"
             )
         self.tool_tokens = tool_tokens
         return budget
@@ -269,6 +274,12 @@ class Session:
                 self.system_prompt, self.head, self.head_tokens = previous
                 raise
             self._assembler = RequestAssembler(self)  # its head cache knew the old prompt
+    def _budget_floor(self) -> int:
+        """The engine's declared minimum budget, never below the host's own."""
+        declared = getattr(self.guard.engine, "min_budget_tokens", 0)
+        if not isinstance(declared, int) or isinstance(declared, bool):
+            declared = 0
+        return max(MIN_BUDGET_TOKENS, declared)
 
     def messages(self) -> list[Message]:
         """Deep copies of the live view, uids included."""
@@ -433,6 +444,10 @@ class Session:
             request = self._assembler.assemble()
             if request.over_budget:
                 request = self._handle_overflow(request, events)
+            request = self._assembler.check_coverage(request)
+            self.turn_stats.omitted_messages += request.omitted
+            self.turn_stats.requests_with_omissions += int(request.omitted > 0)
+            self.turn_stats.sent_messages = request.sent_messages
             request.compactions = events
             request.compacted = any(e.compacted for e in events)
             self.turn_stats.request_tokens = request.estimated_tokens
@@ -566,6 +581,9 @@ class Session:
                 engine=self.guard.handle.name,
                 usage=stats.usage,
                 invalid_results=sum(self.guard.invalid_results.values()),
+                omitted_messages=stats.omitted_messages,
+                requests_with_omissions=stats.requests_with_omissions,
+                sent_messages=stats.sent_messages,
                 host_ms=max(
                     0.0,
                     stats.busy_ms

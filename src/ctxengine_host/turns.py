@@ -66,6 +66,13 @@ class ProviderRequest:
     #: their source records) when the shape is not ``chat``; see :meth:`provider_kwargs`.
     shape: str = "chat"
     originals: list[Message] | None = None
+    #: Live messages left out that the request declares covered (``AssembleResult.covers``).
+    covers: list[Any] = field(default_factory=list)
+    #: Live messages left out and covered by nothing: the host marked them in the request.
+    omitted: int = 0
+    sent_messages: int = 0
+    #: The uid-bearing messages the request's non-system part was built from (selections).
+    sources: list[Message] | None = field(default=None, repr=False)
 
     def provider_kwargs(self) -> dict[str, Any]:
         """The request as keyword arguments of the session shape's SDK call.
@@ -100,6 +107,9 @@ class TurnReport:
     usage: dict[str, Any] | None = None
     invalid_results: int = 0
     host_ms: float = 0.0
+    omitted_messages: int = 0  # live messages left out uncovered, summed over the requests
+    requests_with_omissions: int = 0
+    sent_messages: int = 0  # messages of the turn's last request (system head included)
 
 
 @dataclass
@@ -113,3 +123,6 @@ class TurnStats:
     usage: dict[str, Any] | None = None
     request_tokens: int = 0
     busy_ms: float = 0.0
+    omitted_messages: int = 0
+    requests_with_omissions: int = 0
+    sent_messages: int = 0

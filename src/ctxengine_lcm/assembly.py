@@ -14,13 +14,27 @@ from ctxengine_host.tokens import REPLY_PRIMER_TOKENS
 
 Message = dict[str, Any]
 
+_RECALL = (
+    "When a detail matters (a value, a name, an error, code), recover it instead of "
+    "guessing: lcm_grep searches the full history (full text or regex), lcm_expand(id) "
+    "returns a summary's sources or a message verbatim, lcm_describe(id) shows an id's "
+    "metadata and lineage."
+)
+#: The addition when the request carries summaries.
 SYSTEM_PROMPT_ADDITION = (
     "Lossless context: earlier parts of this conversation appear as [Summary sum_N ...] "
-    "entries; every original message is still stored verbatim. When a detail matters "
-    "(a value, a name, an error, code), recover it instead of guessing: lcm_grep searches "
-    "the full history (full text or regex), lcm_expand(id) returns a summary's sources or a "
-    "message verbatim, lcm_describe(id) shows an id's metadata and lineage."
+    "entries; every original message is still stored verbatim. " + _RECALL
 )
+#: The addition when it carries none: it must not claim summaries that are not there.
+SYSTEM_PROMPT_ADDITION_NO_SUMMARIES = (
+    "Lossless context: every message of this conversation is stored verbatim, including "
+    "any that are not shown here. " + _RECALL
+)
+
+
+def system_prompt_addition(with_summaries: bool) -> str:
+    """The addition that describes the request as it is."""
+    return SYSTEM_PROMPT_ADDITION if with_summaries else SYSTEM_PROMPT_ADDITION_NO_SUMMARIES
 
 
 def blocks_of(messages: Sequence[Message], tokens: Sequence[int]) -> list[tuple[int, int, int]]:
@@ -48,17 +62,27 @@ def fit_to_budget(
     budget: int,
     count: Callable[[list[Message]], int],
     finalize: Callable[[list[Message]], list[Message]] = list,
+    task: int | None = -1,
 ) -> tuple[list[Message], int]:
     """``head`` plus the newest blocks of ``items`` that fit ``budget``; returns (messages, tokens).
 
     Per-item counts choose what to drop; ``finalize`` shapes the kept items (e.g. merges
     the summaries into one message) and the final figure is counted exactly on the result.
+    ``task`` is the index of the item always kept (the task message; user-role summaries
+    are not it); -1 means the newest user-role item.
     """
     blocks = blocks_of(items, item_tokens)
-    newest_user = next(
-        (b for b in range(len(blocks) - 1, -1, -1) if items[blocks[b][0]].get("role") == "user"),
-        None,
-    )
+    if task == -1:
+        newest_user = next(
+            (
+                b
+                for b in range(len(blocks) - 1, -1, -1)
+                if items[blocks[b][0]].get("role") == "user"
+            ),
+            None,
+        )
+    else:
+        newest_user = next((b for b, block in enumerate(blocks) if block[0] == task), None)
     head_tokens = count(head) - REPLY_PRIMER_TOKENS if head else 0
     # Blocks go oldest first; the newest block and the newest user message always stay.
     droppable = [b for b in range(len(blocks) - 1) if b != newest_user]

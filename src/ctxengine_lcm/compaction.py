@@ -30,15 +30,20 @@ class _NoGain(Exception):
 
 
 def fresh_tail_start(items: Sequence[ContextItem], config: LcmConfig, threshold: int) -> int:
-    """Index of the first protected item: the newest raw messages, whole user turn included."""
-    newest_user = next((i for i in range(len(items) - 1, -1, -1) if items[i].role == "user"), None)
+    """Index of the first protected item: the newest raw messages, bounded in count and tokens.
+
+    The newest message is always in the tail (with its tool call), but the tail never
+    grows past ``fresh_tail_messages`` or ``fresh_tail_max_fraction`` of the threshold: in a
+    single long agent loop the newest user turn is the whole history, and protecting it
+    whole would leave nothing to summarize. The task message itself is pinned separately
+    (:func:`pinned_task`).
+    """
     budget = config.fresh_tail_max_fraction * threshold
     start, count, tokens = len(items), 0, 0
     while start > 0 and items[start - 1].kind == "message":
         candidate = items[start - 1]
         within = count < config.fresh_tail_messages and tokens + candidate.token_count <= budget
-        inside_newest_turn = newest_user is not None and start - 1 >= newest_user
-        if not (within or inside_newest_turn):
+        if count and not within:
             break
         start -= 1
         count += 1
@@ -53,29 +58,49 @@ def fresh_tail_start(items: Sequence[ContextItem], config: LcmConfig, threshold:
     return start
 
 
+def pinned_task(items: Sequence[ContextItem]) -> int | None:
+    """Index of the newest user message (the task being worked on): never summarized."""
+    return next(
+        (
+            i
+            for i in range(len(items) - 1, -1, -1)
+            if items[i].kind == "message" and items[i].role == "user"
+        ),
+        None,
+    )
+
+
 def leaf_chunk(
     items: Sequence[ContextItem],
     tail_start: int,
     chunk_tokens: int,
     min_tokens: int = MIN_LEAF_SOURCE_TOKENS,
+    pinned: int | None = None,
 ) -> list[int]:
     """Indexes of the oldest raw run outside the tail, tool results kept with their call.
 
     The run stops before the message that would take it over ``chunk_tokens``, unless it
     is still under ``min_tokens``: a chunk too small to be worth a summary would stall
     every sweep (e.g. a small message followed by a large one, or a tiny chunk size).
+    The ``pinned`` item (the task) is never part of a run: runs stop before it and the
+    next one starts after it.
     """
-    first = next((i for i in range(tail_start) if items[i].kind == "message"), None)
+    first = next((i for i in range(tail_start) if items[i].kind == "message" and i != pinned), None)
     if first is None:
         return []
     end, tokens = first, 0
-    while end < tail_start and items[end].kind == "message":
+    while end < tail_start and items[end].kind == "message" and end != pinned:
         over = tokens + items[end].token_count > chunk_tokens
         if end > first and over and tokens >= min_tokens:
             break
         tokens += items[end].token_count
         end += 1
-    while end < tail_start and items[end].kind == "message" and items[end].role == "tool":
+    while (
+        end < tail_start
+        and items[end].kind == "message"
+        and items[end].role == "tool"
+        and end != pinned
+    ):
         end += 1
     return list(range(first, end))
 
@@ -156,7 +181,7 @@ class Compactor:
             chunk: list[int] = []
             if not run and (total > target or (force and report.leaf_passes == 0)):
                 tail = fresh_tail_start(items, cfg, reference)
-                chunk = leaf_chunk(items, tail, cfg.leaf_chunk_tokens)
+                chunk = leaf_chunk(items, tail, cfg.leaf_chunk_tokens, pinned=pinned_task(items))
                 if sum(items[i].token_count for i in chunk) < MIN_LEAF_SOURCE_TOKENS:
                     chunk = []  # a summary (with its header) would not be smaller
             if not run and not chunk:

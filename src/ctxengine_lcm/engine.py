@@ -30,12 +30,18 @@ from ctxengine_host.models import (
     SummaryResult,
 )
 from ctxengine_host.shapes import message_time
+from ctxengine_host.tasktext import shorten_task, summarize_with, task_limit
 from ctxengine_host.tokens import message_digest
 
 from ._version import __version__
-from .assembly import SYSTEM_PROMPT_ADDITION, fit_to_budget, merge_leading
+from .assembly import (
+    SYSTEM_PROMPT_ADDITION,
+    fit_to_budget,
+    merge_leading,
+    system_prompt_addition,
+)
 from .backend import open_lcm_store
-from .compaction import Compactor
+from .compaction import Compactor, pinned_task
 from .config import LcmConfig, namespace_for, resolve_database_path, session_key
 from .render import context_message, derived_uid, large_output_stub, summary_message, to_new_message
 from .store import Appended, ContextItem, Conversation, Grant, LcmStore, NewMessage
@@ -90,6 +96,10 @@ class LcmEngine(ContextEngine):
         #: at most): known without asking the store (messages are never deleted).
         self._stored_uids: set[tuple[str, str]] = set()
         self._rendered: dict[tuple[str, int], Message] = {}
+        #: (uid, limit) -> the shortened copy of an oversized task message (the newest one).
+        self._shortened: dict[tuple[Any, int], Message] = {}
+        #: Summary id -> (first uid, last uid) of the messages it covers.
+        self._spans: dict[int, tuple[str, str] | None] = {}
         #: Exact token counts of the rendered messages, by object id (they live in _rendered).
         self._rendered_tokens: dict[int, int] = {}
         #: Token counts of other messages (system prompt, merged summaries), by text.
@@ -388,27 +398,80 @@ class LcmEngine(ContextEngine):
         if not items:
             return None
         rendered = self._render(items)
+        self._shorten_task(items, rendered, budget)
         if self._addition_tokens is None:
-            self._addition_tokens = self.context.count_tokens(SYSTEM_PROMPT_ADDITION)
+            self._addition_tokens = self.context.count_tokens(SYSTEM_PROMPT_ADDITION)  # the longer
         if budget < 1 << 61:
             self._room = max(1, budget - self._addition_tokens - _count_head(head, self.context))
-        summaries = {id(m) for m, i in zip(rendered, items, strict=True) if i.kind == "summary"}
+        summaries = {
+            id(m): i.ref_id for m, i in zip(rendered, items, strict=True) if i.kind == "summary"
+        }
         role = self.settings.summary_role
+        sent_summaries: list[int] = []
+
+        def finalize(kept: list[Message]) -> list[Message]:
+            sent_summaries[:] = [summaries[id(m)] for m in kept if id(m) in summaries]
+            return merge_leading(kept, lambda m: id(m) in summaries, role)
+
         messages, tokens = fit_to_budget(
             head,
             rendered,
             [self._rendered_tokens[id(m)] for m in rendered],
             budget - self._addition_tokens,
             self._exact_count,
-            lambda kept: merge_leading(kept, lambda m: id(m) in summaries, role),
+            finalize,
+            task=pinned_task(items),
         )
+        covers = [span for s in sent_summaries if (span := self._summary_span(s)) is not None]
         result = AssembleResult(
             messages=messages,
             estimated_tokens=tokens,
-            system_prompt_addition=SYSTEM_PROMPT_ADDITION,
+            system_prompt_addition=system_prompt_addition(bool(covers)),
+            covers=covers,
         )
         self._last_assembly = (key, head, result)
         return _fresh_copy(result)
+
+    def _shorten_task(self, items: list[ContextItem], rendered: list[Message], budget: int) -> None:
+        """Swap in a shortened copy of the task (the newest user message) when it takes more
+        than a quarter of the budget: head and tail verbatim, a marked summary between."""
+        if budget >= 1 << 61:
+            return
+        index = pinned_task(items)
+        if index is None:
+            return
+        message = rendered[index]
+        limit = task_limit(budget - (self._addition_tokens or 0))
+        if self._rendered_tokens[id(message)] <= limit:
+            return
+        key = (message.get("message_uid"), limit)
+        if key not in self._shortened:
+            summarize = summarize_with(self.context.summarize)
+            self._shortened = {
+                key: shorten_task(message, limit, self.context.count_tokens, summarize)
+            }
+        shortened = self._shortened[key]
+        rendered[index] = shortened
+        self._rendered_tokens[id(shortened)] = self.context.count_tokens(shortened)
+
+    def _summary_span(self, summary_id: int) -> tuple[str, str] | None:
+        """The uids of the first and last message a summary covers (cached: spans never change)."""
+        if summary_id in self._spans:
+            return self._spans[summary_id]
+        kind, source_ids = self.store.summary_source_ids(summary_id)
+        span: tuple[str, str] | None = None
+        if source_ids and kind == "leaf":
+            found = self.store.messages_by_id({source_ids[0], source_ids[-1]})
+            first, last = found.get(source_ids[0]), found.get(source_ids[-1])
+            if first is not None and last is not None:
+                span = (first.message_uid, last.message_uid)
+        elif source_ids:
+            first_span = self._summary_span(source_ids[0])
+            last_span = self._summary_span(source_ids[-1])
+            if first_span is not None and last_span is not None:
+                span = (first_span[0], last_span[1])
+        self._spans[summary_id] = span
+        return span
 
     def _context_items(self, conversation: Conversation) -> list[ContextItem]:
         """The active context: the held items while the conversation row still shows their

@@ -23,7 +23,12 @@ class Plan:
 
 
 def block_starts(messages: Sequence[Message]) -> list[int]:
-    """Indices where an atomic block starts (tool results join the call before them)."""
+    """Indices where an atomic block starts (tool results join the call before them).
+
+    The one place that says what legacy treats as an atomic unit; message shapes that
+    must stay together (a reasoning item with its call, thinking blocks with their tool
+    turn) extend it here.
+    """
     starts: list[int] = []
     open_call = False
     for index, message in enumerate(messages):

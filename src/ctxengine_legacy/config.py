@@ -27,3 +27,8 @@ class LegacyConfig(BaseModel):
         0.10, ge=0, lt=1, description="a compaction saving less counts as ineffective"
     )
     max_ineffective_compactions: int = Field(2, ge=1)
+    max_summary_token_ratio: float = Field(
+        1.0,
+        gt=0,
+        description="summary tokens written per session, at most this times its own tokens",
+    )

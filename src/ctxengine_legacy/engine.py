@@ -11,6 +11,7 @@ merged with the previous summary, and emitted as one user-role message.
 from __future__ import annotations
 
 import functools
+import math
 import time
 from typing import Any
 
@@ -19,19 +20,30 @@ from ctxengine_host.engine import ContextEngine
 from ctxengine_host.messages import content_text
 from ctxengine_host.models import CompactResult, SummaryResult
 from ctxengine_host.summarizer import SummarizerError, SummarizerService
-from ctxengine_host.tokens import REPLY_PRIMER_TOKENS, TokenCounter
+from ctxengine_host.tasktext import shorten_task, summarize_with, task_limit
+from ctxengine_host.tokens import REPLY_PRIMER_TOKENS, TokenCounter, message_digest
 from ctxengine_host.usage import apply_usage
 
 from ._version import __version__
 from .boundaries import Plan, plan_boundaries
 from .config import LegacyConfig
-from .pruning import deduplicate_tool_outputs, prune, pruning_floor
+from .pruning import (
+    deduplicate_tool_outputs,
+    describe_tool_output,
+    prune,
+    pruning_floor,
+    tool_calls_by_id,
+)
 from .summary_message import build_summary_message, is_summary_message, summary_body
 
 Message = dict[str, Any]
 
 #: The smallest summary budget worth asking for.
 MIN_SUMMARY_TOKENS = 64
+#: A protected head's tool output over this share of the threshold is described instead.
+HEAD_OUTPUT_SHARE = 0.25
+#: Opens the line that stands for messages folded into the summary without summarizing.
+FOLD_NOTE_PREFIX = "[Folded in:"
 #: A paused engine retries once the prompt has grown by this share of the threshold.
 RESUME_GROWTH_FRACTION = 0.10
 #: A tail tool output larger than the tail budget is clipped to this share of it.
@@ -71,15 +83,47 @@ class LegacyEngine(ContextEngine):
         self._paused_until_tokens: int | None = None
         self._last_compaction: dict[str, Any] | None = None
         self._last_error: str | None = None
+        #: ``threshold_percent`` of the conversation budget the host reported (0: not yet).
+        self._budget_threshold = 0
+        #: The session's own messages seen by ``compress`` (by uid) and their tokens, and the
+        #: summary tokens written so far: the summary budget is a share of the former.
+        self._seen_uids: set[str] = set()
+        self._session_tokens = 0
+        self._summary_tokens_written = 0
+        self._folded: dict[str, int] = {}
 
     # Budget bookkeeping.
+
+    @property
+    def min_budget_tokens(self) -> int:  # type: ignore[override]
+        """Below this budget the rolling summary's share drops under ``MIN_SUMMARY_TOKENS``."""
+        s = self.settings
+        share = s.threshold_percent * s.summary_target_fraction
+        return math.ceil(MIN_SUMMARY_TOKENS / share)
+
+    def _threshold(self) -> int:
+        """The window's threshold, lowered to the share of the conversation budget.
+
+        With a large output reserve the window's threshold can lie above the budget, and
+        then it never fires: every compaction would be an overflow that frees just enough
+        for one more call (the thrash of issue #14).
+        """
+        candidates = [t for t in (self.threshold_tokens, self._budget_threshold) if t > 0]
+        return min(candidates) if candidates else 0
+
+    def _learn_budget(self, runtime_settings: Any) -> None:
+        limits = getattr(runtime_settings, "limits", None)
+        budget = getattr(limits, "budget_tokens", None)
+        if isinstance(budget, int) and budget > 0:
+            self._budget_threshold = int(budget * self.threshold_percent)
 
     def update_from_response(self, usage: dict[str, Any]) -> None:
         apply_usage(self, usage)
 
     def should_compress(self, prompt_tokens: int | None = None) -> bool:
         tokens = self.last_prompt_tokens if prompt_tokens is None else int(prompt_tokens)
-        if not self.threshold_tokens or tokens < self.threshold_tokens:
+        threshold = self._threshold()
+        if not threshold or tokens < threshold:
             return False
         return self._paused_until_tokens is None or tokens >= self._paused_until_tokens
 
@@ -95,6 +139,10 @@ class LegacyEngine(ContextEngine):
 
     def on_session_reset(self) -> None:
         super().on_session_reset()
+        self._seen_uids = set()
+        self._session_tokens = 0
+        self._summary_tokens_written = 0
+        self._folded = {}
         self._ineffective_in_a_row = 0
         self._paused_until_tokens = None
         self._last_compaction = None
@@ -125,9 +173,11 @@ class LegacyEngine(ContextEngine):
         runtime_settings: Any = None,
         deadline: float | None = None,
     ) -> CompactResult:
+        self._learn_budget(runtime_settings)
         costs = [self._count_message(m) for m in messages]
+        self._note_session_tokens(messages, costs)
         before = sum(costs) + REPLY_PRIMER_TOKENS
-        threshold = self.threshold_tokens or before
+        threshold = self._threshold() or before
         result = self._prune_only(messages, costs, threshold)
         if result is None:
             result = self._summarize_middle(
@@ -139,8 +189,62 @@ class LegacyEngine(ContextEngine):
                 )
                 if tight.ok and tight.compacted:
                     result = tight
+        result = self._with_task_shortened(result, messages, before, threshold)
         self._record(result, before, threshold)
         return result
+
+    def _with_task_shortened(
+        self, result: CompactResult, messages: list[Message], before: int, threshold: int
+    ) -> CompactResult:
+        """``result`` with the newest user message shortened when it is over its share.
+
+        The task is kept in every request; one larger than a quarter of the budget keeps
+        its head and tail verbatim and a marked summary of its middle.
+        """
+        out = result.messages if result.messages is not None else messages
+        index = next((i for i in range(len(out) - 1, -1, -1) if out[i].get("role") == "user"), None)
+        if index is None or is_summary_message(out[index], frozenset(self._summary_uids)):
+            return result
+        limit = task_limit(int(threshold / self.threshold_percent))
+        if self._count_message(out[index]) <= limit:
+            return result
+        if self.context is not None:
+            summarize = summarize_with(self.context.summarize)
+        else:
+            summarize = summarize_with(_standalone_services()[1].summarize)
+        count = functools.partial(_count_text, self._count_message)
+        shortened = shorten_task(out[index], limit, count, summarize)
+        new = [*out[:index], shortened, *out[index + 1 :]]
+        after = self._count_list(new)
+        reason = (
+            f"{result.reason}; the task message shortened"
+            if result.compacted
+            else ("the task message shortened (over a quarter of the budget)")
+        )
+        return CompactResult(
+            ok=True,
+            compacted=True,
+            reason=reason,
+            tokens_before=before,
+            tokens_after=after,
+            messages=new,
+        )
+
+    def _note_session_tokens(self, messages: list[Message], costs: list[int]) -> None:
+        """Add the tokens of messages not seen before (our own summaries aside)."""
+        for message, cost in zip(messages, costs, strict=True):
+            uid = message.get("message_uid")
+            if uid in self._summary_uids or is_summary_message(message):
+                continue
+            key = uid if isinstance(uid, str) else message_digest(message)  # a caller's copy
+            if key not in self._seen_uids:
+                self._seen_uids.add(key)
+                self._session_tokens += cost
+
+    def _summary_allowance(self) -> int:
+        """Summary tokens this session may still write (``max_summary_token_ratio``)."""
+        limit = int(self._session_tokens * self.settings.max_summary_token_ratio)
+        return max(0, limit - self._summary_tokens_written)
 
     def _tail_budget(self, threshold: int, tight: bool) -> int:
         budget = int(threshold * self.settings.tail_token_fraction)
@@ -232,12 +336,17 @@ class LegacyEngine(ContextEngine):
             work_costs.__getitem__,
         )
         middle = middle[plan.head_end : plan.tail_start]
-        try:
-            summary = self._summarize(
-                middle, self._summary_target(threshold), focus_topic, previous
-            )
-        except SummarizerError as exc:
-            return _unchanged(before, f"summarizer failed: {exc}", ok=False)
+        target = self._summary_target(threshold)
+        if previous is not None and self._summary_allowance() < target:
+            text, note = _folded_without_summary(previous, middle, self._folded)
+            written = self._count_message({"role": "user", "content": note})
+            summary = SummaryResult(text=text, level=2, output_tokens=written, backend="fold")
+        else:
+            try:
+                summary = self._summarize(middle, target, focus_topic, previous)
+            except SummarizerError as exc:
+                return _unchanged(before, f"summarizer failed: {exc}", ok=False)
+        self._summary_tokens_written += summary.output_tokens
         if deadline is not None and time.monotonic() > deadline:
             return _unchanged(before, "deadline passed before the summary was ready", ok=False)
         restated = (
@@ -250,7 +359,13 @@ class LegacyEngine(ContextEngine):
         tail = work[plan.tail_start :]
         if tight:
             tail = self._clip_tail_outputs(tail, self._tail_budget(threshold, tight=False))
-        new = [*work[: plan.head_end], carrier, *tail]
+        new = [
+            *self._shrink_head_outputs(
+                work[: plan.head_end], work_costs[: plan.head_end], threshold
+            ),
+            carrier,
+            *tail,
+        ]
         after = self._count_list(new)
         return CompactResult(
             ok=True,
@@ -263,6 +378,25 @@ class LegacyEngine(ContextEngine):
             tokens_after=after,
             messages=new,
         )
+
+    def _shrink_head_outputs(
+        self, head: list[Message], costs: list[int], threshold: int
+    ) -> list[Message]:
+        """The protected head with each tool output over a quarter of the threshold described.
+
+        In a single long agent loop the head holds the task and the first tool call; a
+        large output of that call would otherwise stay in every request of the session.
+        """
+        limit = max(self.settings.prune_tool_output_tokens, int(threshold * HEAD_OUTPUT_SHARE))
+        if not any(m.get("role") == "tool" and c > limit for m, c in zip(head, costs, strict=True)):
+            return head
+        calls = tool_calls_by_id(head)
+        return [
+            {**m, "content": describe_tool_output(m, calls, c)}
+            if m.get("role") == "tool" and c > limit
+            else m
+            for m, c in zip(head, costs, strict=True)
+        ]
 
     def _summary_target(self, threshold: int) -> int:
         target = self.settings.summary_target_tokens or int(
@@ -328,6 +462,33 @@ class LegacyEngine(ContextEngine):
         if self._ineffective_in_a_row >= self.settings.max_ineffective_compactions:
             growth = max(1, int(threshold * RESUME_GROWTH_FRACTION))
             self._paused_until_tokens = max(before, after) + growth
+
+
+def _count_text(count_message: Any, text: str) -> int:
+    return int(count_message({"role": "user", "content": text}))
+
+
+def _folded_without_summary(
+    previous: str, middle: list[Message], folded: dict[str, int]
+) -> tuple[str, str]:
+    """The previous summary kept, with one line naming what was folded in unsummarized.
+
+    Used once the session's summary budget is spent: re-summarizing on every compaction
+    would write more summary text than the session itself holds. ``folded`` counts the
+    messages and tool calls folded so far (updated here); the line replaces the last one.
+    """
+    folded["messages"] = folded.get("messages", 0) + len(middle)
+    for message in middle:
+        for call in message.get("tool_calls") or ():
+            name = str((call.get("function") or {}).get("name", "tool"))
+            folded[name] = folded.get(name, 0) + 1
+    calls = ", ".join(f"{k} x{n}" for k, n in sorted(folded.items()) if k != "messages")
+    note = (
+        f"{FOLD_NOTE_PREFIX} {folded['messages']} later messages ({calls or 'no tool calls'}) "
+        "were folded in without a new summary: this session's summary budget is spent]"
+    )
+    kept = [line for line in previous.splitlines() if not line.startswith(FOLD_NOTE_PREFIX)]
+    return "\n".join([*kept, note]), note
 
 
 def _unchanged(before: int, reason: str, ok: bool = True) -> CompactResult:

@@ -82,20 +82,24 @@ def test_oldest_summaries_dropped_first_and_newest_user_turn_kept(tmp_path, data
     tight = engine.select_context(history, budget_tokens=900)
     assert tight.estimated_tokens <= 900
     newest_user = next(m for m in reversed(history) if m["role"] == "user")
-    assert newest_user in _body(tight)
+    # Kept (shortened: it is over a quarter of this tiny budget, #14).
+    assert newest_user["message_uid"] in [m.get("message_uid") for m in _body(tight)]
     # What survives is a suffix of the full selection (the oldest parts went first).
     full_body, tight_body = _body(full), _body(tight)
-    tail = [m for m in tight_body if "message_uid" in m]
-    assert tail == full_body[len(full_body) - len(tail) :]
+    tail = [m["message_uid"] for m in tight_body if "message_uid" in m]
+    full_uids = [m.get("message_uid") for m in full_body]
+    assert tail == full_uids[len(full_uids) - len(tail) :]
 
 
-def test_fresh_tail_never_splits_the_newest_user_turn(tmp_path, database):
-    engine = make_engine(tmp_path, database=database, fresh_tail_messages=2)
-    history = drive(engine, 20)
-    # A long agent loop after one user message: 30 tool round trips.
+def test_a_long_agent_loop_is_summarized_inside_the_turn(tmp_path, database):
+    """One user message, then a long tool loop (#14): the old middle of the newest turn is
+    summarized; the task and the newest calls stay raw; the summaries declare their cover."""
+    engine = make_engine(tmp_path, database=database, fresh_tail_messages=8)
+    history = drive(engine, 2)
     batch = [{"role": "user", "content": "refactor everything", "message_uid": uid()}]
     for n in range(30):
         call = f"loop_{n}"
+        output = " ".join(f"edit{n}x{i}" for i in range(120))
         batch += [
             {
                 "role": "assistant",
@@ -109,13 +113,27 @@ def test_fresh_tail_never_splits_the_newest_user_turn(tmp_path, database):
                     }
                 ],
             },
-            {"role": "tool", "tool_call_id": call, "content": f"edited {n}", "message_uid": uid()},
+            {"role": "tool", "tool_call_id": call, "content": output, "message_uid": uid()},
         ]
     engine.ingest("s1", batch)
-    engine.compress(history + batch, force=True)
+    report = engine.compress(history + batch, force=True)
+    assert report.compacted
     result = engine.select_context(history + batch, budget_tokens=6000)
     uids = [m.get("message_uid") for m in result.messages]
-    assert all(m["message_uid"] in uids for m in batch)  # the whole newest turn is raw
+    assert batch[0]["message_uid"] in uids  # the task
+    assert all(m["message_uid"] in uids for m in batch[-8:])  # the newest calls, raw
+    assert not all(m["message_uid"] in uids for m in batch[1:-8])  # the middle: summarized
+    assert result.covers and "[Summary sum_" in result.messages[1]["content"]
+    assert uncovered(history + batch, result) == []
+
+
+def uncovered(live: list[dict], result) -> list[int]:
+    """Positions of live messages neither in the selection nor in a declared cover."""
+    position = {m["message_uid"]: i for i, m in enumerate(live) if "message_uid" in m}
+    covered = {position[u] for m in result.messages if (u := m.get("message_uid")) in position}
+    for first, last in result.covers:
+        covered.update(range(position[first], position[last] + 1))
+    return [i for i in position.values() if i not in covered]
 
 
 #: A tool output far over ``large_output_tokens`` (500): 2,000 lines, every one "secret-N".
@@ -171,3 +189,35 @@ def test_a_word_deep_in_a_large_output_is_found(tmp_path, database):
     # Ranked by its beginning, shown by a snippet around the match deep inside.
     snippet = hits["results"][0]["snippet"]
     assert "13965" in snippet and len(snippet) < 1_000, snippet
+
+
+def test_the_system_prompt_addition_claims_summaries_only_when_the_request_has_them(
+    tmp_path, database
+):
+    from ctxengine_lcm.assembly import SYSTEM_PROMPT_ADDITION, SYSTEM_PROMPT_ADDITION_NO_SUMMARIES
+
+    engine = make_engine(tmp_path, database=database)
+    history = drive(engine, 2)
+    plain = engine.select_context(history, budget_tokens=6000)
+    assert plain.system_prompt_addition == SYSTEM_PROMPT_ADDITION_NO_SUMMARIES
+    assert "[Summary" not in SYSTEM_PROMPT_ADDITION_NO_SUMMARIES and plain.covers == []
+    history = history + drive(engine, 40, start=2)[1:]
+    summarized = engine.select_context(history, budget_tokens=6000)
+    assert summarized.system_prompt_addition == SYSTEM_PROMPT_ADDITION
+    assert summarized.covers and uncovered(history, summarized) == []
+
+
+def test_a_task_over_a_quarter_of_the_budget_is_sent_shortened(tmp_path, database):
+    from ctxengine_host.tasktext import TASK_MARKER_PREFIX
+
+    engine = make_engine(tmp_path, database=database)
+    history = drive(engine, 3)
+    task = "Fix the parser. " + " ".join(f"Case {i} fails on long input." for i in range(600))
+    big = {"role": "user", "content": task + " Finally: run the suite.", "message_uid": uid()}
+    engine.ingest("s1", [big])
+    result = engine.select_context([*history, big], budget_tokens=6000)
+    (sent,) = [m for m in result.messages if m.get("message_uid") == big["message_uid"]]
+    assert TASK_MARKER_PREFIX in sent["content"]
+    assert sent["content"].startswith("Fix the parser.") and sent["content"].endswith("suite.")
+    assert count_tokens(sent) <= 6000 // 4 * 1.1
+    assert result.estimated_tokens <= 6000

@@ -225,14 +225,29 @@ def test_identical_long_outputs_are_deduplicated_before_summarizing(make_engine)
 
 
 def test_the_protected_head_is_never_pruned(make_engine):
-    big = filler_log(1, 900)
+    big = filler_log(1, 900)  # ~19,000 tokens: under a quarter of the threshold at 256k
     convo = Conversation().user("Read the logs.")
     for name in ("a", "b", "c"):
         convo.tool_round([("read_file", {"path": f"logs/{name}.log"}, big + name)])
     convo.assistant("Read them.").user("Thanks.").assistant("Welcome.")
-    result = make_engine(window=32768, tail_min_messages=2).compress(convo.messages)
+    engine = make_engine(window=262144, tail_min_messages=2, tail_token_fraction=0.01)
+    result = engine.compress(convo.messages)
     assert result.compacted
     assert result.messages[:4] == convo.messages[:4]
+
+
+def test_a_head_output_too_large_for_the_tail_is_described_not_kept(make_engine):
+    """A single agent loop: the first call's huge output would sit in every request."""
+    big = filler_log(1, 900)  # ~19,000 tokens at a 32k window
+    convo = Conversation().user("Read the logs.")
+    for name in ("a", "b", "c", "d"):
+        convo.tool_round([("read_file", {"path": f"logs/{name}.log"}, big + name)])
+    convo.assistant("Read them.")
+    result = make_engine(window=32768, tail_min_messages=2).compress(convo.messages)
+    assert result.compacted
+    assert result.messages[:3] == convo.messages[:3]  # the task and the first call
+    assert content_text(result.messages[3]).startswith("[Pruned tool output] read_file(")
+    assert result.tokens_after < 24576
 
 
 def test_long_tool_call_arguments_are_shortened_to_valid_json(make_engine):

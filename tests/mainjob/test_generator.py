@@ -6,7 +6,12 @@ import json
 import re
 from functools import cache
 
-from ctxengine_host.generator import GENERATOR_VERSION, generate_session, render_jsonl
+from ctxengine_host.generator import (
+    GENERATOR_VERSION,
+    generate_session,
+    generate_single_loop,
+    render_jsonl,
+)
 from ctxengine_host.generator.filler import SUBSYSTEMS
 from ctxengine_host.sessionfile import message_text, parse_session, read_text
 
@@ -88,3 +93,40 @@ def test_samples_directory_holds_both_sizes() -> None:
     assert SHORT.stat().st_size < 1_000_000
     assert LONG.stat().st_size < 3_000_000
     assert (SESSIONS / "long-2000.probes.json").is_file()
+
+
+SINGLE_LOOP = SESSIONS / "single-loop-120.jsonl.gz"
+
+
+def test_single_loop_is_one_task_then_a_long_tool_loop() -> None:
+    session = generate_single_loop(200, 9)
+    roles = [m["role"] for m in session.messages]
+    assert roles[:2] == ["system", "user"] and roles.count("user") == 1
+    assert roles[-1] == "assistant" and "tool_calls" not in session.messages[-1]
+    steps = [m for m in session.messages if m.get("tool_calls")]
+    assert len(steps) == 200
+    assert any(len(m["tool_calls"]) > 1 for m in steps), "some steps call tools in parallel"
+    assert parse_session(render_jsonl(session).decode()).errors == []
+    texts = [message_text(m) for m in session.messages]
+    assert len(session.probes) == 8
+    for probe in session.probes:
+        assert session.messages[probe.message_index]["role"] == "tool"
+        assert [i for i, t in enumerate(texts) if probe.answer in t] == [probe.message_index]
+    header = session.header["ctxengine_session"]["generator"]
+    assert header["generator_version"] == "2" != GENERATOR_VERSION
+    assert header["shape"] == "single-loop" and header["steps"] == 200
+
+
+def test_the_committed_single_loop_sample_is_the_generators_output() -> None:
+    assert read_text(SINGLE_LOOP).encode() == render_jsonl(generate_single_loop(120, 120))
+
+
+def test_single_loop_through_the_cli_and_its_argument_errors(tmp_path) -> None:
+    out = tmp_path / "loop.jsonl"
+    ok = run_cli("generate-session", str(out), "--shape", "single-loop", "--steps", "30")
+    assert ok.returncode == 0, ok.stderr
+    assert out.read_bytes() == render_jsonl(generate_single_loop(30, 0))
+    missing = run_cli("generate-session", str(out), "--shape", "single-loop")
+    assert missing.returncode == 2 and "needs --steps" in missing.stderr
+    mixed = run_cli("generate-session", str(out), "--turns", "5", "--steps", "5")
+    assert mixed.returncode == 2 and "--steps does not apply" in mixed.stderr

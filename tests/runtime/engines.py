@@ -230,8 +230,12 @@ class AssemblingEngine(RecordingEngine):
 
     def _assemble(self, request, conversation):
         last_user = [m for m in conversation if m["role"] == "user"][-1]
+        earlier = [m["message_uid"] for m in conversation if m is not last_user]
         return AssembleResult(
-            messages=[last_user], estimated_tokens=0, system_prompt_addition="Recall: blue."
+            messages=[last_user],
+            estimated_tokens=0,
+            system_prompt_addition="Recall: blue.",
+            covers=earlier,  # the addition stands for them
         )
 
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from ctxengine_host.messages import strip_persistence_fields
 from ctxengine_host.models import AssembleResult
+from ctxengine_host.session import MIN_BUDGET_TOKENS, BudgetError
 
 from .engines import OwnsCompactionEngine, QuietEngine, RecordingEngine
 
@@ -130,3 +133,36 @@ def test_assembled_precheck_uses_the_engines_estimate(make_host):
     assert ("compress", {"n": 1, "force": True, "focus": None}) in engine.calls
     assert request.substituted and not request.over_budget
     assert request.messages == [{"role": "user", "content": "short"}]
+
+
+# -- budgets that cannot work are refused, for every engine (#14 item 6)
+
+
+class NeedsRoom(QuietEngine):
+    name = "needs-room"
+    min_budget_tokens = 2000
+
+
+def test_a_budget_under_the_engines_floor_is_refused_with_the_numbers(make_host):
+    host = make_host(NeedsRoom(), context_length=2200, reserve=256)
+    with pytest.raises(BudgetError) as caught:
+        host.open_session("s", system_prompt="Be kind.")
+    message = str(caught.value)
+    assert "context length 2200 - reserve_output_tokens 256" in message
+    assert "engine 'needs-room' needs at least 2000" in message
+    assert "raise the context length by" in message
+
+
+@pytest.mark.parametrize("engine", ["legacy", "lcm"])
+def test_the_shipped_engines_refuse_a_budget_they_cannot_work_in(make_host, engine, tmp_path):
+    """The #14 case: legacy ran with a conversation budget of a few tokens."""
+    window = 4096 + 400  # the default output reserve leaves ~400 tokens
+    host = make_host(engine, context_length=window, reserve=4096, data_dir=tmp_path)
+    with pytest.raises(BudgetError, match=f"engine '{engine}' needs at least"):
+        host.open_session("s", system_prompt="You are a coding agent.")
+
+
+def test_an_engine_that_declares_nothing_gets_the_hosts_floor(make_host):
+    host = make_host(QuietEngine(), context_length=300, reserve=300 - MIN_BUDGET_TOKENS + 1)
+    with pytest.raises(BudgetError, match=f"needs at least {MIN_BUDGET_TOKENS}"):
+        host.open_session("s")

@@ -95,7 +95,10 @@ def test_selection_is_request_only_and_stripped(make_host):
     session.add_user_message("second")
     request = session.build_request()
     assert request.selected
-    assert [m["content"] for m in request.messages] == ["sys", "second"]
+    # The engine declares no cover for the first turn: the host marks the gap.
+    assert [m["content"].split("\n\n")[-1] for m in request.messages] == ["sys", "second"]
+    assert request.messages[1]["content"].startswith("[ctxengine: omitted 2 earlier messages")
+    assert request.omitted == 2
     assert all(PERSISTENCE_ONLY_FIELDS.isdisjoint(m) for m in request.messages)
     assert len(host.store.live("s")) == 3
     assert len(session.messages()) == 3

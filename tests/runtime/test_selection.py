@@ -25,6 +25,13 @@ def one_turn(session, text="hello"):
     return request
 
 
+def earlier_turns(conversation):
+    """The engine's declaration: its system note covers everything before the newest message."""
+    if len(conversation) < 2:
+        return []
+    return [(conversation[0]["message_uid"], conversation[-2]["message_uid"])]
+
+
 def session_with(make_host, engine, system_prompt="You are terse.", turns=2):
     session = make_host(engine).open_session("s", system_prompt=system_prompt)
     for i in range(turns):
@@ -39,12 +46,15 @@ def test_engine_added_system_messages_are_kept_after_the_head(make_host):
     engine = RecordingEngine()
 
     def select(request, conversation):
-        return [
-            request[0],  # the session's system prompt, as received
-            {"role": "system", "content": "Known facts: the sky is blue."},
-            {"role": "system", "content": "Summary of earlier turns."},
-            conversation[-1],
-        ]
+        return AssembleResult(
+            messages=[
+                request[0],  # the session's system prompt, as received
+                {"role": "system", "content": "Known facts: the sky is blue."},
+                {"role": "system", "content": "Summary of earlier turns."},
+                conversation[-1],
+            ],
+            covers=earlier_turns(conversation),
+        )
 
     engine.select_result = select
     session = session_with(make_host, engine)
@@ -65,6 +75,7 @@ def test_engine_system_messages_follow_the_head_with_the_addition(make_host):
     engine.select_result = lambda request, conversation: AssembleResult(
         messages=[request[0], {"role": "system", "content": "Recalled: 42."}, conversation[-1]],
         system_prompt_addition="Use the recall tool.",
+        covers=earlier_turns(conversation),
     )
     session = session_with(make_host, engine)
     session.add_user_message("the answer?")
@@ -82,10 +93,10 @@ def test_engine_system_messages_follow_the_head_with_the_addition(make_host):
 
 def test_a_selection_without_the_head_gets_it_back_once(make_host):
     engine = RecordingEngine()
-    engine.select_result = lambda request, conversation: [
-        {"role": "system", "content": "Engine note."},
-        conversation[-1],
-    ]
+    engine.select_result = lambda request, conversation: AssembleResult(
+        messages=[{"role": "system", "content": "Engine note."}, conversation[-1]],
+        covers=earlier_turns(conversation),
+    )
     session = session_with(make_host, engine)
     session.add_user_message("go")
     messages = session.build_request().messages

@@ -13,6 +13,7 @@ from typing import Any
 
 from ctxengine_host.engine import ContextEngine
 from ctxengine_host.fallback import SlidingWindowEngine, keep_newest_that_fit
+from ctxengine_host.models import AssembleResult
 
 Message = dict[str, Any]
 
@@ -151,6 +152,14 @@ class UnstableSelection(GoodEngine):
         return keep_newest_that_fit(request_messages, budget, self._count)
 
 
+class CoversUnknownMessages(GoodEngine):
+    """Declares a cover for messages the conversation does not hold."""
+
+    def select_context(self, request_messages, *, budget_tokens=0, **_: Any):
+        kept = keep_newest_that_fit(request_messages, budget_tokens, self._count)
+        return AssembleResult(messages=kept, covers=[("no-such-uid", "nor-this-one")])
+
+
 class SharedThresholdsClone(GoodEngine):
     def clone_for_agent(self) -> ContextEngine:
         return copy.copy(self)  # shares model_thresholds with the original
@@ -209,6 +218,7 @@ BROKEN: dict[str, type] = {
     "select-context-valid": SelectsStrings,
     "select-context-budget": IgnoresBudget,
     "select-context-stable": UnstableSelection,
+    "select-context-covers": CoversUnknownMessages,
     "clone-independence": SharedThresholdsClone,
     "concurrent-sessions": SharedHistory,
     "model-thresholds": IgnoresModelThresholds,

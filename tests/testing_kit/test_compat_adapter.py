@@ -106,8 +106,13 @@ class AssemblingEngine(GoodEngine):
 
     def select_context(self, request_messages, *, budget_tokens=0):
         head = [m for m in request_messages[:1] if m["role"] == "system"]
+        left_out = [
+            m["message_uid"] for m in request_messages[len(head) : -3] if "message_uid" in m
+        ]
         return AssembleResult(
-            messages=head + request_messages[-3:], system_prompt_addition="Recall with kit_echo."
+            messages=head + request_messages[-3:],
+            system_prompt_addition="Recall with kit_echo.",
+            covers=left_out,
         )
 
     def compress(self, messages, current_tokens=None, focus_topic=None):
@@ -122,6 +127,10 @@ def test_rich_results_are_folded_into_framework_shapes(context):
     selected = adapter.select_context(history, budget_tokens=500)
     assert selected[0]["content"].startswith("Recall with kit_echo.\n\nYou are")
     assert selected[1:] == history[-3:]
+    assert adapter.last_select_covers == []  # the sample messages have no uids
+    stamped = [{**m, "message_uid": f"u{n}"} for n, m in enumerate(history)]
+    adapter.select_context(stamped, budget_tokens=500)
+    assert adapter.last_select_covers == [f"u{n}" for n in range(1, len(history) - 3)]
     without_system = adapter.select_context(history[1:], budget_tokens=500)
     assert without_system[0] == {"role": "system", "content": "Recall with kit_echo."}
     # The engine keeps the history itself: the framework host gets the engine's view, as

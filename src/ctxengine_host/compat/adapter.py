@@ -16,6 +16,8 @@ The host keeps the history without message uids; before any method that reads
 history, ``ingest`` is fed what the host holds that the engine has not seen
 (:class:`~ctxengine_host.compat.host_view.HostView`), so no message is lost
 and none is stored twice.
+The ``covers`` of the last selection are kept in ``last_select_covers`` (the live
+messages the returned list represents without sending them).
 """
 
 from __future__ import annotations
@@ -95,6 +97,8 @@ class FrameworkEngineAdapter:
             )
         self.engine = engine
         self.capabilities = frozenset(capabilities)
+        #: What the last ``select_context`` declared covered (``AssembleResult.covers``).
+        self.last_select_covers: list[Any] = []
         self.execution_host = execution_host
         self._session_id: str | None = None
         self._view = HostView()
@@ -212,6 +216,7 @@ class FrameworkEngineAdapter:
                 "runtime_settings": self._settings(budget_tokens),
             },
         )
+        self.last_select_covers = list(result.covers) if isinstance(result, AssembleResult) else []
         if isinstance(result, AssembleResult):
             result = with_system_addition(result.messages, result.system_prompt_addition)
         if not isinstance(result, list) or not result:

@@ -19,8 +19,11 @@ from ..probes import Probe, probes_document
 from ..sessionfile import FORMAT_VERSION, HEADER_KEY, message_text, probes_path_for
 from . import filler
 from .facts import Fact, draw_facts
+from .single_loop import SINGLE_LOOP_VERSION, build_single_loop, default_single_loop_probes
 
 GENERATOR_VERSION = "1"
+#: Session shapes ``generate-session --shape`` writes, with the generator version of each.
+SHAPES = {"multi-turn": GENERATOR_VERSION, "single-loop": SINGLE_LOOP_VERSION}
 PROJECTS = ("harbor", "lumen", "quarry", "tessera", "meridian", "kestrel", "orchard", "basalt")
 
 TOOLS: list[dict[str, Any]] = [
@@ -84,6 +87,35 @@ def generate_session(turns: int, seed: int, probes: int | None = None) -> Genera
                 "name": "ctxengine generate-session",
                 "generator_version": GENERATOR_VERSION,
                 "turns": turns,
+                "seed": seed,
+                "probes": len(probe_list),
+            },
+        }
+    }
+    return GeneratedSession(header, builder.messages, probe_list)
+
+
+def generate_single_loop(steps: int, seed: int, probes: int | None = None) -> GeneratedSession:
+    """One user task, then ``steps`` tool-call steps and a final answer (generator version 2)."""
+    if steps < 1:
+        raise ValueError("--steps must be at least 1")
+    count = default_single_loop_probes(steps) if probes is None else probes
+    if count < 0 or count > steps:
+        raise ValueError(f"--probes must be between 0 and the number of steps ({steps})")
+    rng = random.Random(seed)
+    builder = _Builder(rng, rng.choice(PROJECTS))
+    build_single_loop(builder, steps, count)
+    probe_list = builder.probes()
+    _scrub(builder.messages, probe_list)
+    header = {
+        HEADER_KEY: {
+            "format_version": FORMAT_VERSION,
+            "tools": TOOLS,
+            "generator": {
+                "name": "ctxengine generate-session",
+                "generator_version": SINGLE_LOOP_VERSION,
+                "shape": "single-loop",
+                "steps": steps,
                 "seed": seed,
                 "probes": len(probe_list),
             },

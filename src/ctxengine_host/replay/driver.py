@@ -291,6 +291,9 @@ class _Runner:
         tokens = int(request.estimated_tokens)
         row.provider_calls += 1
         row.host_substitutions += int(request.substituted)
+        row.omitted_messages += request.omitted
+        row.requests_with_omissions += int(request.omitted > 0)
+        row.sent_messages = len(request.messages)
         row.request_tokens = max(row.request_tokens, tokens)
         row.sent_tokens += tokens
         row.budget_tokens = int(request.budget_tokens)

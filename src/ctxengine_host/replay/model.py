@@ -32,6 +32,9 @@ class TurnRow:
     compaction_reasons: list[str] = field(default_factory=list)
     compaction_failures: int = 0
     host_substitutions: int = 0  # requests the host itself had to cut to fit the budget
+    sent_messages: int = 0  # messages of the turn's last request (system head included)
+    omitted_messages: int = 0  # live messages left out uncovered (marked), over the requests
+    requests_with_omissions: int = 0
     summary_levels: list[int] = field(default_factory=list)
     summary_tokens: int = 0
     tokens_before: int | None = None
@@ -130,10 +133,14 @@ class ReplayReport:
             "compaction_failures": sum(r.compaction_failures for r in rows),
             "host_substitutions": sum(r.host_substitutions for r in rows),
             "summary_tokens_total": sum(r.summary_tokens for r in rows),
+            "omitted_without_cover": sum(r.omitted_messages for r in rows),
+            "requests_with_omissions": sum(r.requests_with_omissions for r in rows),
+            "window_too_small": any(r.host_substitutions or not r.within_budget for r in rows),
             "quarantines": sum(1 for r in rows if r.quarantine_started),
             "quarantined_turns": sum(1 for r in rows if r.quarantined),
             "fallback_turns": sum(1 for r in rows if r.mode != "normal"),
             "final_live_messages": rows[-1].live_messages if rows else 0,
+            "final_sent_messages": rows[-1].sent_messages if rows else 0,
             "final_stored_messages": rows[-1].stored_messages if rows else 0,
             "engine_ms_total": round(sum(r.engine_ms for r in rows), 1),
             "wall_seconds": round(self.wall_seconds, 3),
@@ -144,6 +151,18 @@ class ReplayReport:
             "probes_expanded": len(expanded),
             "probes_expand_verbatim": sum(1 for p in expanded if p.expand_verbatim),
         }
+
+    def errors(self) -> list[str]:
+        """Broken guarantees: live messages left out of requests with nothing covering them."""
+        rows = [r for r in self.turns if r.omitted_messages]
+        if not rows:
+            return []
+        total = sum(r.omitted_messages for r in rows)
+        requests = sum(r.requests_with_omissions for r in rows)
+        return [
+            f"{requests} requests left live messages out without a summary ({total} message "
+            f"slots in all, first at turn {rows[0].turn}); the host marked each gap"
+        ]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -162,6 +181,7 @@ class ReplayReport:
             "messages": self.messages,
             "store_path": self.store_path,
             "summary": self.summary(),
+            "errors": self.errors(),
             "turns": [asdict(r) for r in self.turns],
             "calls": [asdict(c) for c in self.calls],
             "probes": [asdict(p) for p in self.probes],

@@ -33,6 +33,8 @@ def turn_line(row: TurnRow) -> str:
         did += f" fail x{row.compaction_failures}"
     if row.host_substitutions:
         did += f" host-cut x{row.host_substitutions}"
+    if row.omitted_messages:
+        did += f" OMITTED x{row.requests_with_omissions}"
     if row.quarantine_started:
         did += " QUARANTINED"
     elif row.mode != "normal":
@@ -138,11 +140,21 @@ def summary_lines(report: ReplayReport) -> list[str]:
         f"compacted {s['compactions']} times in {s['compress_calls']} attempts "
         f"({s['compaction_failures']} failed), {s['summary_tokens_total']:,} summary tokens "
         f"written; {s['host_substitutions']} requests cut by the host",
+        f"messages  {s['final_live_messages']} live, {s['final_sent_messages']} in the last "
+        f"request (the rest represented by summaries); {s['omitted_without_cover']} left out "
+        "without a summary",
         f"faults    {s['quarantines']} quarantines"
         + (f" (first at turn {first_quarantine})" if first_quarantine else "")
         + f", {s['fallback_turns']} turns in fallback mode (the default engine ran)",
         f"time      {s['wall_seconds']:.2f}s wall, {s['engine_ms_total']:.0f}ms in the engine",
     ]
+    if s["window_too_small"]:
+        lines.append(
+            "note      the window is too small for this session: the engine could not bring "
+            "every request under the budget (requests cut by the host or over the window); "
+            "raise --context-length"
+        )
+    lines += [f"ERROR     {error}" for error in report.errors()]
     if s["probes_total"]:
         line = (
             f"probes    {s['probes_in_context']}/{s['probes_total']} answers in the final context"

@@ -403,6 +403,24 @@ class ContextEngineContract:
                 "forfeit the provider's prompt cache",
             )
 
+    def test_select_context_covers(
+        self, pressured_engine: Any, conversation: list[Message], token_counter: TokenCounter
+    ) -> None:
+        if not self.supports_select_context:
+            pytest.skip("supports_select_context = False")
+        args = self._select_args(conversation, token_counter)
+        history = [
+            {**m, "message_uid": f"kit-{n:04d}"} for n, m in enumerate(args["request_messages"])
+        ]
+        args["request_messages"] = history
+        args["conversation_messages"] = history
+        args["incoming_message"] = history[-1]
+        _start_session(pressured_engine, history, "select-context-covers")
+        result = _call("select-context-covers", pressured_engine.select_context, args)
+        if not isinstance(result, AssembleResult) or not result.covers:
+            pytest.skip("select_context() declared no covers")
+        require("select-context-covers", cover_problems(result, history), "covers")
+
     def _select_args(self, conversation: list[Message], counter: TokenCounter) -> dict[str, Any]:
         history = [m for m in conversation if m.get("role") != "system"]
         incoming = samples.user_message("kit", len(history) + 1)
@@ -585,6 +603,25 @@ def _selected(result: Any, quiet: bool = False) -> list[Message] | None:
     if not quiet:
         require("select-context-valid", sequence_problems(messages), "select_context() output")
     return messages or None
+
+
+def cover_problems(result: AssembleResult, history: list[Message]) -> list[str]:
+    """What is wrong with the covers ``result`` declares over ``history`` (uids in order)."""
+    position = {m.get("message_uid"): i for i, m in enumerate(history)}
+    sent = {m.get("message_uid") for m in result.messages if m.get("message_uid")}
+    problems = []
+    for cover in result.covers:
+        first, last = (cover, cover) if isinstance(cover, str) else tuple(cover)[:2]
+        if first not in position or last not in position:
+            problems.append(f"cover {cover!r} names a uid that is not in conversation_messages")
+        elif position[first] > position[last]:
+            problems.append(f"cover {cover!r}: the first uid comes after the last one")
+        elif any(
+            history[i].get("message_uid") in sent
+            for i in range(position[first], position[last] + 1)
+        ):
+            problems.append(f"cover {cover!r} includes a message the selection also sends")
+    return problems
 
 
 def _config_model_problems(model: Any) -> list[str]:
