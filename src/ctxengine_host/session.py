@@ -274,6 +274,7 @@ class Session:
                 self.system_prompt, self.head, self.head_tokens = previous
                 raise
             self._assembler = RequestAssembler(self)  # its head cache knew the old prompt
+
     def _budget_floor(self) -> int:
         """The engine's declared minimum budget, never below the host's own."""
         declared = getattr(self.guard.engine, "min_budget_tokens", 0)
