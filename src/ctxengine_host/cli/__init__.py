@@ -30,6 +30,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "new_engine",
     "migrate",
     "export_import",
+    "serve",
 )
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
