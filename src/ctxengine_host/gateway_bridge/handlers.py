@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..isolation import EngineFailure
+from ..messages import content_text
 from ..validity import ValidityError
 from .protocol import (
     INVALID_PARAMS,
@@ -97,14 +98,28 @@ def assemble(sessions: BridgeSessions, params: dict[str, Any], call: ClientCall)
                 "estimatedTokens": session.live.tokens,
                 "promptAuthority": "assembled",
             }
+        head, rest = _split_system_head(request.messages)
+        additions = [a for a in (request.system_prompt_addition, *head) if a]
         result: dict[str, Any] = {
-            "messages": bridge.to_gateway(request.messages),
-            "estimatedTokens": request.estimated_tokens,
+            "messages": bridge.to_gateway(rest),
+            "estimatedTokens": request.conversation_tokens,
             "promptAuthority": request.prompt_authority,
         }
-        if request.system_prompt_addition:
-            result["systemPromptAddition"] = request.system_prompt_addition
+        if additions:
+            result["systemPromptAddition"] = "\n\n".join(additions)
         return result
+
+
+def _split_system_head(messages: list[dict[str, Any]]) -> tuple[list[str], list[dict[str, Any]]]:
+    """Leading system messages our engine wrote: the gateway's ``systemPromptAddition``.
+
+    The gateway owns the system prompt; what our engine puts at the head of the
+    request (LCM's recall guidance, say) belongs there, not in the conversation.
+    """
+    count = 0
+    while count < len(messages) and messages[count].get("role") == "system":
+        count += 1
+    return [content_text(m) for m in messages[:count]], messages[count:]
 
 
 def compact(sessions: BridgeSessions, params: dict[str, Any], call: ClientCall) -> Any:
