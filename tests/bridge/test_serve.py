@@ -95,7 +95,8 @@ def test_only_new_messages_travel_and_a_gap_asks_for_history(tmp_path):
     try:
         client.call("ingest", sessionId="s2", message=user("one", 1))
         assert client.call("ingestBatch", sessionId="s2", messages=[assistant("two", 2)]) == {
-            "ingestedCount": 1
+            "ingestedCount": 1,
+            "seen": 2,
         }
         gap = client.request("assemble", sessionId="s2", historyCount=4)
         assert gap["error"]["code"] == RESYNC_NEEDED and gap["error"]["data"] == {"seen": 2}
@@ -106,7 +107,11 @@ def test_only_new_messages_travel_and_a_gap_asks_for_history(tmp_path):
             historyCount=4,
             history={"base": 2, "messages": history[2:]},
         )
-        assert result["messages"] == history
+        assert result["messages"] == history and result["seen"] == 4
+        again = client.call(  # a retried turn: the server skips what it has
+            "afterTurn", sessionId="s2", base=2, newMessages=history[2:], prePromptMessageCount=2
+        )
+        assert again["seen"] == 4
         ahead = client.request("afterTurn", sessionId="s2", base=9, newMessages=[user("x")])
         assert ahead["error"]["code"] == RESYNC_NEEDED
     finally:
@@ -148,3 +153,22 @@ def test_tool_calls_results_and_images_survive_the_trip(tmp_path):
         assert client.call("assemble", sessionId="s4", historyCount=4)["messages"] == turn
     finally:
         client.close()
+
+
+def test_commit_turn_is_idempotent_across_a_restart(tmp_path):
+    turn = [user("hi", 1), assistant("hello", 2)]
+    first = StdioClient(tmp_path, "legacy")
+    try:
+        done = first.call("commitTurn", sessionId="s5", advancementKey="turn-1", messages=turn)
+        assert done["status"] == "committed" and done["seen"] == 2
+        again = first.call("commitTurn", sessionId="s5", advancementKey="turn-1", messages=turn)
+        assert again == {"status": "duplicate", "seen": 2}
+    finally:
+        first.close()
+    second = StdioClient(tmp_path, "legacy")
+    try:
+        retried = second.call("commitTurn", sessionId="s5", advancementKey="turn-1", messages=turn)
+        assert retried["status"] == "duplicate"
+        assert second.call("assemble", sessionId="s5", historyCount=2)["messages"] == turn
+    finally:
+        second.close()

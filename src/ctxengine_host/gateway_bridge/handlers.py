@@ -45,7 +45,7 @@ def info(sessions: BridgeSessions, params: dict[str, Any], call: ClientCall) -> 
 def bootstrap(sessions: BridgeSessions, params: dict[str, Any], call: ClientCall) -> Any:
     """Open (or resume) the session; our engine's own bootstrap runs as the runtime says."""
     bridge = sessions.get(params, "bootstrap")
-    return {"bootstrapped": True, "importedMessages": 0, "reason": f"seen {bridge.seen}"}
+    return {"bootstrapped": True, "importedMessages": 0, "seen": bridge.seen}
 
 
 def ingest(sessions: BridgeSessions, params: dict[str, Any], call: ClientCall) -> Any:
@@ -53,14 +53,14 @@ def ingest(sessions: BridgeSessions, params: dict[str, Any], call: ClientCall) -
     if "message" not in params:
         raise RpcError(INVALID_PARAMS, "ingest: 'message' is required")
     with bridge.lock:
-        return {"ingested": bridge.add([params["message"]]) > 0}
+        return {"ingested": bridge.add([params["message"]]) > 0, "seen": bridge.seen}
 
 
 def ingest_batch(sessions: BridgeSessions, params: dict[str, Any], call: ClientCall) -> Any:
     bridge = sessions.get(params, "ingestBatch")
     messages = require_list(params, "messages", "ingestBatch")
     with bridge.lock:
-        return {"ingestedCount": bridge.add(messages)}
+        return {"ingestedCount": bridge.add(messages), "seen": bridge.seen}
 
 
 def assemble(sessions: BridgeSessions, params: dict[str, Any], call: ClientCall) -> Any:
@@ -97,6 +97,7 @@ def assemble(sessions: BridgeSessions, params: dict[str, Any], call: ClientCall)
                 "messages": bridge.to_gateway(live),
                 "estimatedTokens": session.live.tokens,
                 "promptAuthority": "assembled",
+                "seen": bridge.seen,
             }
         head, rest = _split_system_head(request.messages)
         additions = [a for a in (request.system_prompt_addition, *head) if a]
@@ -104,6 +105,7 @@ def assemble(sessions: BridgeSessions, params: dict[str, Any], call: ClientCall)
             "messages": bridge.to_gateway(rest),
             "estimatedTokens": request.conversation_tokens,
             "promptAuthority": request.prompt_authority,
+            "seen": bridge.seen,
         }
         if additions:
             result["systemPromptAddition"] = "\n\n".join(additions)
@@ -178,7 +180,26 @@ def after_turn(sessions: BridgeSessions, params: dict[str, Any], call: ClientCal
             raise RpcError(exc.code, exc.message, {"seen": bridge.seen}) from None
         bridge.apply_budget(optional_int(params, "tokenBudget", "afterTurn"))
         report = bridge.session.finish_turn()
-        return {"turn": report.turn, "compactions": len(report.compactions), "mode": report.mode}
+        return {
+            "turn": report.turn,
+            "compactions": len(report.compactions),
+            "mode": report.mode,
+            "seen": bridge.seen,
+        }
+
+
+def commit_turn(sessions: BridgeSessions, params: dict[str, Any], call: ClientCall) -> Any:
+    """One accepted turn, atomically and once per ``advancementKey`` (the gateway may retry it)."""
+    bridge = sessions.get(params, "commitTurn")
+    key = require_str(params, "advancementKey", "commitTurn")
+    messages = require_list(params, "messages", "commitTurn")
+    with bridge.lock:
+        if key in bridge.committed_turns:
+            return {"status": "duplicate", "seen": bridge.seen}
+        bridge.add(messages, turn=key)
+        bridge.committed_turns.add(key)
+        report = bridge.session.finish_turn()
+        return {"status": "committed", "seen": bridge.seen, "compactions": len(report.compactions)}
 
 
 def maintain(sessions: BridgeSessions, params: dict[str, Any], call: ClientCall) -> Any:
@@ -257,6 +278,7 @@ HANDLERS: dict[str, Handler] = {
     "assemble": assemble,
     "compact": compact,
     "afterTurn": after_turn,
+    "commitTurn": commit_turn,
     "maintain": maintain,
     "prepareSubagentSpawn": prepare_subagent_spawn,
     "rollbackSubagentSpawn": rollback_subagent_spawn,

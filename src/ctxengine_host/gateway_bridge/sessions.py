@@ -44,6 +44,9 @@ log = logging.getLogger("ctxengine.bridge")
 #: The key under which a converted message keeps its index in the gateway's transcript.
 REF_KEY = "gateway_ref"
 
+#: The key under which the first message of a committed turn keeps the turn's advancement key.
+TURN_KEY = "gateway_turn"
+
 #: Calls the server makes back to the plugin: ``(method, params) -> result``.
 ClientCall = Callable[[str, dict[str, Any]], Any]
 
@@ -72,10 +75,14 @@ class BridgeSession:
         self.tool_names: dict[str, str] = {}
         self.gateway_settings: Any = None
         self.budget: int | None = None
+        self.committed_turns: set[str] = set()
         for row in session.host.store.rows(session.session_id):
             ref = row.message.get(REF_KEY)
             if isinstance(ref, int) and ref >= self.seen:
                 self.seen = ref + 1
+            turn = row.message.get(TURN_KEY)
+            if isinstance(turn, str):
+                self.committed_turns.add(turn)
         for message in session.messages():
             self._remember_tools(message)
 
@@ -87,8 +94,12 @@ class BridgeSession:
 
     # ------------------------------------------------------------- messages in
 
-    def add(self, messages: list[Any], base: int | None = None) -> int:
-        """Commit gateway messages ``base, base+1, …`` that are new; returns how many were."""
+    def add(self, messages: list[Any], base: int | None = None, turn: str | None = None) -> int:
+        """Commit gateway messages ``base, base+1, …`` that are new; returns how many were.
+
+        ``turn`` (the gateway's advancement key) is stored on the turn's first
+        message, so a committed turn is known as such after a restart.
+        """
         start = self.seen if base is None else base
         if start > self.seen:
             raise RpcError(
@@ -108,6 +119,9 @@ class BridgeSession:
             except ShapeError as exc:
                 raise RpcError(INVALID_PARAMS, str(exc)) from None
             converted[REF_KEY] = ref
+            if turn is not None:
+                converted[TURN_KEY] = turn
+                turn = None
             self.fresh[ref] = dict(converted)
             self._remember_tools(converted)
             if converted["role"] == "assistant":
@@ -147,7 +161,7 @@ class BridgeSession:
             fresh = self.fresh.get(ref) if isinstance(ref, int) else None
             if fresh is None and isinstance(message.get(ORIGINAL_KEY), dict):
                 fresh = to_openai(message[ORIGINAL_KEY])
-                fresh[REF_KEY] = ref
+                fresh.update({k: message[k] for k in (REF_KEY, TURN_KEY) if k in message})
                 self.fresh[ref] = fresh  # type: ignore[index]
             out.append(from_openai(message, self.tool_names, fresh))
         return out
