@@ -19,6 +19,7 @@ export CTXENGINE_WHEELHOUSE="${CTXENGINE_WHEELHOUSE:-$PWD/wheelhouse}"
 timed "wheelhouse" bash scripts/build-wheelhouse.sh "$CTXENGINE_WHEELHOUSE"
 # Framework environments (one line each): scripts/framework-env.sh NAME builds
 # .envs/NAME once from the package index; the integration tests use it.
+timed "framework env gateway (node 24, openclaw, our plugin)" bash scripts/gateway-env.sh
 
 start=$(date +%s)
 set +e
