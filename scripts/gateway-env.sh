@@ -37,7 +37,8 @@ fi
 want_src="$(cat "$src/tsconfig.json" "$src/openclaw.plugin.json" "$src/package.json" \
     "$src"/src/*.ts | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$stage/dist/index.js" ] || [ "$(cat "$build/.src.sha256" 2>/dev/null)" != "$want_src" ]; then
-    rm -rf "$build/src" "$build/dist"
+    # dist/ and .tsbuildinfo stay: tsc --incremental re-emits only what changed.
+    rm -rf "$build/src"
     cp -r "$src/src" "$src/tsconfig.json" "$src/openclaw.plugin.json" "$src/package.json" "$build/"
     (cd "$build" && "$node" node_modules/typescript/bin/tsc -p tsconfig.json \
         --incremental --tsBuildInfoFile .tsbuildinfo)

@@ -97,6 +97,7 @@ def test_only_new_messages_travel_and_a_gap_asks_for_history(tmp_path):
         assert client.call("ingestBatch", sessionId="s2", messages=[assistant("two", 2)]) == {
             "ingestedCount": 1,
             "seen": 2,
+            "refBase": 1,
         }
         gap = client.request("assemble", sessionId="s2", historyCount=4)
         assert gap["error"]["code"] == RESYNC_NEEDED and gap["error"]["data"] == {"seen": 2}
@@ -172,3 +173,17 @@ def test_commit_turn_is_idempotent_across_a_restart(tmp_path):
         assert second.call("assemble", sessionId="s5", historyCount=2)["messages"] == turn
     finally:
         second.close()
+
+
+def test_unchanged_messages_come_back_as_refs_the_plugin_holds(tmp_path):
+    client = StdioClient(tmp_path, "legacy")
+    turn = [user("hi", 1), assistant("hello", 2), user("more", 3), assistant("sure", 4)]
+    try:
+        done = client.call("afterTurn", sessionId="s6", newMessages=turn, prePromptMessageCount=0)
+        assert done["refBase"] == 0
+        held = client.call("assemble", sessionId="s6", historyCount=4, refRange=[2, 4])
+        assert held["messages"] == [turn[0], turn[1], {"$ref": 2}, {"$ref": 3}]
+        bad = client.request("assemble", sessionId="s6", refRange="all")
+        assert bad["error"]["code"] == INVALID_PARAMS
+    finally:
+        client.close()

@@ -92,8 +92,46 @@ export class BridgeState {
     });
   }
 
-  note(sessionId: string, result: JsonObject): void {
+  /** Per session, by gateway index: the messages we sent, so unchanged ones come back as refs. */
+  readonly sent = new Map<string, (AgentMessage | undefined)[]>();
+
+  /** After a call that sent `messages`: the server's `seen`, and where they landed. */
+  note(sessionId: string, result: JsonObject, messages: readonly AgentMessage[] = []): void {
     if (typeof result.seen === "number") this.seen.set(sessionId, result.seen);
+    if (typeof result.refBase === "number") this.record(sessionId, result.refBase, messages);
+  }
+
+  record(sessionId: string, base: number, messages: readonly AgentMessage[]): void {
+    let sent = this.sent.get(sessionId);
+    if (sent === undefined) {
+      sent = [];
+      this.sent.set(sessionId, sent);
+    }
+    messages.forEach((message, offset) => {
+      sent[base + offset] = message;
+    });
+  }
+
+  /** The longest run of indexes we hold, ending at the newest: `[lo, hi)`. */
+  refRange(sessionId: string): [number, number] | undefined {
+    const sent = this.sent.get(sessionId);
+    if (sent === undefined || sent.length === 0) return undefined;
+    let lo = sent.length;
+    while (lo > 0 && sent[lo - 1] !== undefined) lo -= 1;
+    return lo < sent.length ? [lo, sent.length] : undefined;
+  }
+
+  /** The server's messages with `{"$ref": n}` replaced by what we sent as message n. */
+  resolve(sessionId: string, value: Json | undefined): AgentMessage[] {
+    const messages = asMessages(value, "assemble");
+    const sent = this.sent.get(sessionId) ?? [];
+    return messages.map((message) => {
+      const ref = (message as unknown as JsonObject)["$ref"];
+      if (typeof ref !== "number") return message;
+      const original = sent[ref];
+      if (original === undefined) throw new Error(`ctxengine serve: unknown message ref ${ref}`);
+      return original;
+    });
   }
 }
 
@@ -116,6 +154,8 @@ export function createEngine(id: string, state: BridgeState, serverInfo: JsonObj
   async function assemble(params: AssembleParams): Promise<AssembleResult> {
     const request = toParams(params, ["messages", "runtimeContext"]);
     request.historyCount = params.messages.length;
+    const known = state.refRange(params.sessionId);
+    if (known !== undefined) request.refRange = known;
     if (params.runtimeContext !== undefined) request.runtimeContext = toJson(params.runtimeContext);
     let result: JsonObject;
     try {
@@ -123,12 +163,14 @@ export function createEngine(id: string, state: BridgeState, serverInfo: JsonObj
     } catch (error) {
       if (!(error instanceof RpcError) || error.code !== RESYNC_NEEDED || !isObject(error.data)) throw error;
       const base = numberOr(error.data.seen, 0);
-      request.history = { base, messages: toJson(params.messages.slice(base)) };
+      const missing = params.messages.slice(base);
+      request.history = { base, messages: toJson(missing) };
+      state.record(params.sessionId, base, missing);
       result = asObject(await server.call("assemble", request), "assemble");
     }
     state.note(params.sessionId, result);
     const out: AssembleResult = {
-      messages: asMessages(result.messages, "assemble"),
+      messages: state.resolve(params.sessionId, result.messages),
       estimatedTokens: numberOr(result.estimatedTokens, 0),
       promptAuthority: result.promptAuthority === "preassembly_may_overflow" ? "preassembly_may_overflow" : "assembled",
     };
@@ -138,7 +180,8 @@ export function createEngine(id: string, state: BridgeState, serverInfo: JsonObj
 
   async function afterTurn(params: AfterTurnParams): Promise<void> {
     const request = toParams(params, ["messages", "runtimeContext"]);
-    request.newMessages = toJson(params.messages.slice(params.prePromptMessageCount));
+    const newMessages = params.messages.slice(params.prePromptMessageCount);
+    request.newMessages = toJson(newMessages);
     const seen = state.seen.get(params.sessionId);
     if (seen !== undefined) request.base = seen; // a retry after a restart is not counted twice
     let result: JsonObject;
@@ -149,12 +192,12 @@ export function createEngine(id: string, state: BridgeState, serverInfo: JsonObj
       delete request.base;
       result = asObject(await server.call("afterTurn", request), "afterTurn");
     }
-    state.note(params.sessionId, result);
+    state.note(params.sessionId, result, newMessages);
   }
 
   async function commitTurn(params: CommitParams): Promise<CommitResult> {
     const result = asObject(await server.call("commitTurn", toParams(params, ["runtimeContext"])), "commitTurn");
-    state.note(params.sessionId, result);
+    state.note(params.sessionId, result, params.messages);
     if (result.status !== "committed" && result.status !== "duplicate") {
       throw new Error(`ctxengine serve: commitTurn answered ${JSON.stringify(result.status)}`);
     }
@@ -200,13 +243,13 @@ export function createEngine(id: string, state: BridgeState, serverInfo: JsonObj
 
   async function ingest(params: IngestParams): Promise<IngestResult> {
     const result = asObject(await server.call("ingest", toParams(params)), "ingest");
-    state.note(params.sessionId, result);
+    state.note(params.sessionId, result, [params.message]);
     return { ingested: result.ingested === true };
   }
 
   async function ingestBatch(params: IngestBatchParams): Promise<IngestBatchResult> {
     const result = asObject(await server.call("ingestBatch", toParams(params)), "ingestBatch");
-    state.note(params.sessionId, result);
+    state.note(params.sessionId, result, params.messages);
     return { ingestedCount: numberOr(result.ingestedCount, 0) };
   }
 

@@ -50,6 +50,11 @@ export default function register(api: OpenClawPluginApi): void {
     env: config.env,
     callTimeoutMs: config.callTimeoutMs,
     log: (message) => api.logger.info(`[ctxengine] ${message}`),
+    warn: (message) => {
+      // Also on stderr: the gateway's headless runs do not show plugin log lines.
+      api.logger.warn(`[ctxengine] ${message}`);
+      process.stderr.write(`[ctxengine] ${message}\n`);
+    },
   });
   const state = new BridgeState(server);
   process.once("exit", () => server.close());

@@ -38,7 +38,10 @@ export type ServerOptions = {
   command: string[];
   env?: Record<string, string>;
   callTimeoutMs: number;
+  /** The server's stderr and other chatter. */
   log: (message: string) => void;
+  /** Restarts: worth an operator's attention. */
+  warn: (message: string) => void;
 };
 
 type Pending = {
@@ -178,7 +181,7 @@ export class BridgeServer {
       return await (await this.connect()).request(method, params);
     } catch (error) {
       if (!(error instanceof ServerGoneError)) throw error;
-      this.options.log(`${error.message}; restarting it and retrying ${method} once`);
+      this.options.warn(`${error.message}; restarting it and retrying ${method} once`);
       this.connection = undefined;
       this.restarts += 1;
       return await (await this.connect()).request(method, params);

@@ -53,14 +53,16 @@ def ingest(sessions: BridgeSessions, params: dict[str, Any], call: ClientCall) -
     if "message" not in params:
         raise RpcError(INVALID_PARAMS, "ingest: 'message' is required")
     with bridge.lock:
-        return {"ingested": bridge.add([params["message"]]) > 0, "seen": bridge.seen}
+        ingested = bridge.add([params["message"]]) > 0
+        return {"ingested": ingested, "seen": bridge.seen, "refBase": bridge.last_base}
 
 
 def ingest_batch(sessions: BridgeSessions, params: dict[str, Any], call: ClientCall) -> Any:
     bridge = sessions.get(params, "ingestBatch")
     messages = require_list(params, "messages", "ingestBatch")
     with bridge.lock:
-        return {"ingestedCount": bridge.add(messages), "seen": bridge.seen}
+        count = bridge.add(messages)
+        return {"ingestedCount": count, "seen": bridge.seen, "refBase": bridge.last_base}
 
 
 def assemble(sessions: BridgeSessions, params: dict[str, Any], call: ClientCall) -> Any:
@@ -94,15 +96,16 @@ def assemble(sessions: BridgeSessions, params: dict[str, Any], call: ClientCall)
             # the gateway's own messages go as they are.
             live = [m for m in session.messages()]
             return {
-                "messages": bridge.to_gateway(live),
+                "messages": bridge.to_gateway(live, _ref_range(params.get("refRange"))),
                 "estimatedTokens": session.live.tokens,
                 "promptAuthority": "assembled",
                 "seen": bridge.seen,
             }
+        known = _ref_range(params.get("refRange"))
         head, rest = _split_system_head(request.messages)
         additions = [a for a in (request.system_prompt_addition, *head) if a]
         result: dict[str, Any] = {
-            "messages": bridge.to_gateway(rest),
+            "messages": bridge.to_gateway(rest, known),
             "estimatedTokens": request.conversation_tokens,
             "promptAuthority": request.prompt_authority,
             "seen": bridge.seen,
@@ -110,6 +113,19 @@ def assemble(sessions: BridgeSessions, params: dict[str, Any], call: ClientCall)
         if additions:
             result["systemPromptAddition"] = "\n\n".join(additions)
         return result
+
+
+def _ref_range(value: Any) -> tuple[int, int] | None:
+    """``refRange: [lo, hi]``: the gateway indexes whose messages the plugin holds."""
+    if value is None:
+        return None
+    if (
+        not isinstance(value, list)
+        or len(value) != 2
+        or not all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+    ):
+        raise RpcError(INVALID_PARAMS, "assemble: 'refRange' must be [lo, hi] integers")
+    return value[0], value[1]
 
 
 def _split_system_head(messages: list[dict[str, Any]]) -> tuple[list[str], list[dict[str, Any]]]:
@@ -185,6 +201,7 @@ def after_turn(sessions: BridgeSessions, params: dict[str, Any], call: ClientCal
             "compactions": len(report.compactions),
             "mode": report.mode,
             "seen": bridge.seen,
+            "refBase": bridge.last_base,
         }
 
 
@@ -199,7 +216,12 @@ def commit_turn(sessions: BridgeSessions, params: dict[str, Any], call: ClientCa
         bridge.add(messages, turn=key)
         bridge.committed_turns.add(key)
         report = bridge.session.finish_turn()
-        return {"status": "committed", "seen": bridge.seen, "compactions": len(report.compactions)}
+        return {
+            "status": "committed",
+            "seen": bridge.seen,
+            "refBase": bridge.last_base,
+            "compactions": len(report.compactions),
+        }
 
 
 def maintain(sessions: BridgeSessions, params: dict[str, Any], call: ClientCall) -> Any:

@@ -76,6 +76,7 @@ class BridgeSession:
         self.gateway_settings: Any = None
         self.budget: int | None = None
         self.committed_turns: set[str] = set()
+        self.last_base = 0  # the gateway index of the first message of the last add()
         for row in session.host.store.rows(session.session_id):
             ref = row.message.get(REF_KEY)
             if isinstance(ref, int) and ref >= self.seen:
@@ -101,6 +102,7 @@ class BridgeSession:
         message, so a committed turn is known as such after a restart.
         """
         start = self.seen if base is None else base
+        self.last_base = start
         if start > self.seen:
             raise RpcError(
                 RESYNC_NEEDED,
@@ -153,8 +155,15 @@ class BridgeSession:
 
     # ------------------------------------------------------------ messages out
 
-    def to_gateway(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Our messages in the gateway's shape: originals where the engine left them."""
+    def to_gateway(
+        self, messages: list[dict[str, Any]], known: tuple[int, int] | None = None
+    ) -> list[dict[str, Any]]:
+        """Our messages in the gateway's shape: originals where the engine left them.
+
+        An unchanged original whose index is in ``known`` (the range the plugin
+        still holds) travels as ``{"$ref": index}``: the context goes back without
+        being sent back.
+        """
         out = []
         for message in messages:
             ref = message.get(REF_KEY)
@@ -163,7 +172,15 @@ class BridgeSession:
                 fresh = to_openai(message[ORIGINAL_KEY])
                 fresh.update({k: message[k] for k in (REF_KEY, TURN_KEY) if k in message})
                 self.fresh[ref] = fresh  # type: ignore[index]
-            out.append(from_openai(message, self.tool_names, fresh))
+            converted = from_openai(message, self.tool_names, fresh)
+            if (
+                known is not None
+                and isinstance(ref, int)
+                and known[0] <= ref < known[1]
+                and converted is message.get(ORIGINAL_KEY)
+            ):
+                converted = {"$ref": ref}
+            out.append(converted)
         return out
 
     # ------------------------------------------------------------ settings
