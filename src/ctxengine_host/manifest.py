@@ -16,6 +16,8 @@ import re
 import tomllib
 from pathlib import Path
 
+from .limits import InputLimitError, loads_toml
+
 _KEY_LINE = re.compile(r"^(?P<key>[A-Za-z_][A-Za-z0-9_-]*)\s*:(?:\s+(?P<value>.*))?$")
 _STRING_KEYS = ("name", "version", "description", "display_name")
 
@@ -32,9 +34,11 @@ def read_manifest(path: Path) -> dict[str, str]:
         raise ManifestError(f"{path}: cannot be read: {exc}") from exc
     if path.suffix == ".toml":
         try:
-            data = tomllib.loads(text)
+            data = loads_toml(text, what=str(path))
         except tomllib.TOMLDecodeError as exc:
             raise ManifestError(f"{path}: invalid TOML: {exc}; fix the syntax there") from exc
+        except InputLimitError as exc:
+            raise ManifestError(f"{exc}; a manifest needs only flat keys") from exc
     else:
         data = parse_flat_yaml(text, str(path))
     for key in _STRING_KEYS:

@@ -22,6 +22,7 @@ from typing import Any
 
 from ctxengine_host.context import EngineContext
 from ctxengine_host.engine import ContextEngine
+from ctxengine_host.limits import loads_json
 from ctxengine_host.models import (
     AssembleResult,
     BootstrapResult,
@@ -599,12 +600,12 @@ class LcmEngine(ContextEngine):
 
     def handle_tool_call(self, name: str, args: dict[str, Any], **kwargs: Any) -> str:
         """Run a recall tool; every failure is a JSON error, never an exception."""
-        if name not in TOOL_NAMES:
-            return json.dumps({"error": f"Unknown context engine tool: {name}"})
+        if not isinstance(name, str) or name not in TOOL_NAMES:
+            return json.dumps({"error": f"Unknown context engine tool: {str(name)[:80]}"})
         if isinstance(args, str):
             try:
-                args = json.loads(args) if args.strip() else {}
-            except json.JSONDecodeError as exc:
+                args = loads_json(args, what="the arguments") if args.strip() else {}
+            except ValueError as exc:  # invalid JSON, or nested/sized past the limits
                 return json.dumps({"error": f"{name}: arguments are not valid JSON: {exc}"})
         try:
             runner = ToolRunner(self.store, self.settings, self.context.count_tokens)

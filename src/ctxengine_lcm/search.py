@@ -18,6 +18,9 @@ _TOKEN = re.compile(r'"([^"]*)"|(\S+)')
 #: One operand of a built query: a quoted phrase, optionally a prefix (``"fact" *``).
 _OPERAND = re.compile(r'"(?:[^"]|"")*"(?: \*)?')
 OPERATORS = ("AND", "OR", "NOT")
+#: The epoch seconds of 0001-01-01 and 9999-12-31 (UTC): the range of a time argument.
+_EARLIEST = -62_135_596_800
+_LATEST = 253_402_300_799
 #: Characters of context shown either side of a regex match.
 SNIPPET_RADIUS = 120
 
@@ -119,26 +122,119 @@ def query_structure(expression: str) -> list[list[list[Operand]]]:
 
 
 def parse_time(value: object, name: str) -> float | None:
-    """Epoch seconds from a number or an ISO 8601 string (UTC when no offset is given)."""
+    """Epoch seconds from a number or an ISO 8601 string (UTC when no offset is given),
+    between years 1 and 9999 (NaN, infinities and JSON's ``1e400`` are errors)."""
     if value is None or value == "":
         return None
     if isinstance(value, bool):
         raise ValueError(f"'{name}' must be an ISO 8601 time or epoch seconds, not a boolean")
     if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
+        seconds = value
+    elif isinstance(value, str):
         try:
+            if len(value) > 64:
+                raise ValueError
             parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
+            if parsed.tzinfo is None:
+                parsed = parsed.replace(tzinfo=UTC)
+            seconds = parsed.timestamp()
+        except (ValueError, OverflowError):
             raise ValueError(
-                f"'{name}' is not an ISO 8601 time (got {value!r}); use e.g. 2026-01-31T12:00:00Z"
+                f"'{name}' is not an ISO 8601 time (got {value[:64]!r}); "
+                "use e.g. 2026-01-31T12:00:00Z"
             ) from None
-        if parsed.tzinfo is None:
-            parsed = parsed.replace(tzinfo=UTC)
-        return parsed.timestamp()
-    raise ValueError(
-        f"'{name}' must be an ISO 8601 time or epoch seconds (got {type(value).__name__})"
+    else:
+        raise ValueError(
+            f"'{name}' must be an ISO 8601 time or epoch seconds (got {type(value).__name__})"
+        )
+    if not _EARLIEST <= seconds <= _LATEST:  # also NaN
+        raise ValueError(
+            f"'{name}' must be a time between years 1 and 9999 (got {str(value)[:40]!r})"
+        )
+    return float(seconds)
+
+
+#: A counted repeat: ``{m}``, ``{m,}``, ``{m,n}`` or ``{,n}``.
+_COUNTED = re.compile(r"\{(\d*)(,?)(\d*)\}")
+#: Escapes whose argument is in braces (``\p{L}``, ``\N{...}``, ``\x{263a}``, ``\g{1}``).
+_BRACED_ESCAPES = frozenset("pPNxXgkuU")
+
+
+def regex_cost_problem(pattern: str, max_weight: int, max_depth: int) -> str | None:
+    """Why compiling ``pattern`` could be too costly, or None.
+
+    The regex module expands a counted repeat into that many copies of its operand at
+    compile time (``a{30000000}`` takes seconds and gigabytes, with the GIL held, before
+    any timeout applies). The weight of a pattern is what it expands to: an atom weighs 1,
+    a counted repeat multiplies its operand's weight (a group's weight is the sum of its
+    contents), a sequence or alternation adds up. Weight above ``max_weight`` or groups
+    nested deeper than ``max_depth`` is refused before compiling.
+    """
+    totals = [0]  # weight so far of each open group, outermost first
+    last = 0  # weight of the atom a quantifier would apply to
+    i, end = 0, len(pattern)
+    while i < end:
+        char = pattern[i]
+        weight = 1
+        if char == "\\":
+            if pattern[i + 1 : i + 2] in _BRACED_ESCAPES and pattern[i + 2 : i + 3] == "{":
+                close = pattern.find("}", i + 3)
+                i = close + 1 if close > 0 else end
+            else:
+                i += 2
+        elif char == "[":
+            i = _class_end(pattern, i)
+        elif char == "(":
+            if len(totals) > max_depth:
+                return f"groups are nested deeper than {max_depth} levels"
+            totals.append(0)
+            last, i = 0, i + 1
+            continue
+        elif char == ")" and len(totals) > 1:
+            weight, i = max(1, totals.pop()), i + 1
+        elif char == "{" and (counted := _COUNTED.match(pattern, i)) and counted.group(0) != "{,}":
+            low, _, high = counted.groups()
+            count = max(int(low or 0), int(high or 0), 1)
+            totals[-1] += last * (count - 1)
+            last *= count
+            i = counted.end()
+            if totals[-1] > max_weight:
+                return _too_heavy(max_weight)
+            continue
+        elif char in "*+?":
+            i += 1
+            continue
+        else:
+            i += 1
+        totals[-1] += weight
+        last = weight
+        if totals[-1] > max_weight:
+            return _too_heavy(max_weight)
+    return None
+
+
+def _too_heavy(max_weight: int) -> str:
+    return (
+        f"its counted repeats expand to more than {max_weight} elements; use smaller "
+        "counts such as {1,50}, or + and *"
     )
+
+
+def _class_end(pattern: str, start: int) -> int:
+    """The index after the character class opening at ``start``."""
+    i = start + 1
+    if pattern[i : i + 1] == "^":
+        i += 1
+    if pattern[i : i + 1] == "]":
+        i += 1
+    while i < len(pattern):
+        if pattern[i] == "\\":
+            i += 2
+        elif pattern[i] == "]":
+            return i + 1
+        else:
+            i += 1
+    return len(pattern)
 
 
 @dataclass

@@ -482,11 +482,14 @@ class SqliteStore(StoreCommon):
         with self._lock:
             if by_relevance:
                 # Rank only the newest matches: bm25 over every match of a common term would
-                # cost time proportional to the history.
+                # cost time proportional to the history. The window is counted among the
+                # caller's matches (scope first): other sessions' matches must not push
+                # the caller's own out of it.
                 floor = self._conn.execute(
-                    f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? ORDER BY rowid DESC "
-                    "LIMIT 1 OFFSET ?",
-                    (fts_query, relevance_window - 1),
+                    f"SELECT {fts}.rowid FROM {fts} JOIN {table} {alias} "
+                    f"ON {alias}.id = {fts}.rowid WHERE {fts} MATCH ? AND {scope} "
+                    f"ORDER BY {fts}.rowid DESC LIMIT 1 OFFSET ?",
+                    (fts_query, *scope_params, relevance_window - 1),
                 ).fetchone()
                 sql = select + (f" AND {fts}.rowid >= ?" if floor else "")
                 sql += " ORDER BY 8 LIMIT ?"

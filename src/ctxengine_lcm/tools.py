@@ -19,12 +19,20 @@ import regex
 from .config import LcmConfig
 from .ranking import fold_similar, query_terms, rerank
 from .render import iso_time, message_ref, summary_ref, verbatim_message
-from .search import QuerySyntaxError, fts_query, parse_time, regex_scan
+from .search import QuerySyntaxError, fts_query, parse_time, regex_cost_problem, regex_scan
 from .store import Grant, LcmStore, SearchHit, StoredMessage, StoredSummary
 
 _ID = re.compile(r"^(sum|msg)_(\d{1,18})$")
 _UID = re.compile(r"^[0-9a-fA-F]{32}$")
 _CHARS_PER_TOKEN_GUESS = 4
+#: An integer argument written as text: ASCII digits, an optional sign, at most 18 digits
+#: (a longer number has no meaning here and would overflow the stores' integers).
+_INT_TEXT = re.compile(r"^\s*[+-]?[0-9]{1,18}\s*\Z")
+_MAX_INT = 10**18
+#: What a regex may expand to when compiled (see search.regex_cost_problem): 100,000
+#: elements compile in about 40 ms; group nesting past 32 levels is refused too.
+_MAX_REGEX_WEIGHT = 100_000
+_MAX_REGEX_NESTING = 32
 #: Ancestors listed by lcm_describe (the covering context item is always named).
 _LINEAGE_SHOWN = 32
 #: Matching messages listed under a summary hit, and up to what size they are shown whole.
@@ -142,8 +150,14 @@ def _get(
         return default
     if isinstance(value, bool) and kind is not bool:
         raise ToolArgumentError(f"'{name}' must be {_type_name(kind)}, not a boolean")
-    if kind is int and isinstance(value, str) and value.strip().lstrip("-").isdigit():
+    if kind is int and isinstance(value, str):
+        if not _INT_TEXT.match(value):
+            raise ToolArgumentError(f"'{name}' must be an integer (got {value[:40]!r})")
         value = int(value)
+    if kind is int and isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if kind is int and isinstance(value, int) and abs(value) > _MAX_INT:
+        raise ToolArgumentError(f"'{name}' is out of range (at most {_MAX_INT})")
     if not isinstance(value, kind):
         raise ToolArgumentError(f"'{name}' must be {_type_name(kind)} (got {type(value).__name__})")
     if choices is not None and value not in choices:
@@ -303,6 +317,9 @@ class ToolRunner:
         result: dict[str, Any],
     ) -> list[SearchHit]:
         cfg = self.config
+        problem = regex_cost_problem(pattern, _MAX_REGEX_WEIGHT, _MAX_REGEX_NESTING)
+        if problem is not None:
+            raise ToolArgumentError(f"'pattern' is too costly to compile: {problem}")
         try:
             compiled = regex.compile(pattern, regex.IGNORECASE if ignore_case else 0)
         except (regex.error, OverflowError, RecursionError) as exc:
