@@ -42,6 +42,12 @@ _INNER_WHOLE_CHARS = 300
 _DESCRIBE_SOURCES = 50
 #: Ids of folded near-duplicates listed under a relevance hit.
 _SIMILAR_IDS_SHOWN = 5
+#: Tokens reserved around a page of content for the keys and offsets of the result.
+_PAGE_ENVELOPE_TOKENS = 40
+#: The smallest whole result: ids, continuation offsets and the truncation mark fit.
+MIN_RESULT_TOKENS = 128
+#: lcm_describe's metadata always fits (its lineage and source ids are capped).
+MIN_DESCRIBE_TOKENS = 512
 #: Relevance ranks a long text by its first (this times grep_whole_text_chars) characters.
 _PREVIEW_FACTOR = 4
 
@@ -421,6 +427,7 @@ class ToolRunner:
             }
             if include:
                 out["content"] = summary.content
+            limit = _get(args, "max_tokens", int, self.config.expand_default_tokens, minimum=1)
         else:
             message: StoredMessage = obj
             out = {
@@ -436,8 +443,9 @@ class ToolRunner:
                 "large_output": message.externalized,
                 "lineage": [summary_ref(s) for s in self._ancestors("message", message.id)],
             }
+            limit = _get(args, "max_tokens", int, self.config.expand_default_tokens, minimum=1)
             if include:
-                out.update(self._message_page(message, args))
+                out.update(self._message_page(message, args, _shell_tokens(out, self.count)))
         via = self._covering_item(kind, obj)
         out["in_active_context"] = via == out["id"]
         out["in_active_context_via"] = via
@@ -445,6 +453,8 @@ class ToolRunner:
         if grant is not None:
             out["_grant"] = grant.id
             out["session"] = grant.parent_session_id
+        limit = max(min(limit, self.config.expand_max_tokens), MIN_DESCRIBE_TOKENS)
+        out = bounded(out, limit, self.count)
         charged = self._charge([out], access)
         if not charged:
             return {"error": "sub-agent grant token cap reached; ask the parent agent instead"}
@@ -486,7 +496,7 @@ class ToolRunner:
         grant = access.grant_for(obj.conversation_id)
         if grant is not None:
             max_tokens = min(max_tokens, max(0, grant.token_cap - grant.tokens_used))
-            if max_tokens <= 0:
+            if grant.token_cap - grant.tokens_used < MIN_RESULT_TOKENS:
                 return {"error": "sub-agent grant token cap reached; ask the parent agent instead"}
         if kind == "message":
             if args.get("max_tokens") is None:
@@ -494,8 +504,12 @@ class ToolRunner:
                 if grant is not None:
                     max_tokens = min(max_tokens, grant.token_cap - grant.tokens_used)
             out = {"id": message_ref(obj.id), "kind": "message"}
-            out.update(self._message_page(obj, {**args, "max_tokens": max_tokens}))
-            return self._charge_expansion(out, grant)
+            out.update(
+                self._message_page(
+                    obj, {**args, "max_tokens": max_tokens}, _shell_tokens(out, self.count)
+                )
+            )
+            return self._charge_expansion(bounded(out, max_tokens, self.count), grant)
         summary: StoredSummary = obj
         start = _get(args, "start", int, 0, minimum=0)
         source_kind, source_ids = self.store.summary_source_ids(summary.id)
@@ -520,7 +534,8 @@ class ToolRunner:
                 if used + message.token_count > max_tokens:
                     if not out["items"]:  # a message larger than the cap alone: page it
                         item = {"id": message_ref(message.id), "seq": message.seq}
-                        item.update(self._message_page(message, {"max_tokens": max_tokens}))
+                        shell = _shell_tokens({**out, "items": [item]}, self.count)
+                        item.update(self._message_page(message, {"max_tokens": max_tokens}, shell))
                         out["items"].append(item)
                         index += 1
                     break
@@ -556,7 +571,7 @@ class ToolRunner:
                 used += cost
                 index += 1
         out["next_start"] = index if index < len(source_ids) else None
-        return self._charge_expansion(out, grant)
+        return self._charge_expansion(bounded(out, max_tokens, self.count), grant)
 
     def _charge_expansion(self, out: dict[str, Any], grant: Grant | None) -> dict[str, Any]:
         if grant is not None:
@@ -565,8 +580,11 @@ class ToolRunner:
             out["session"] = grant.parent_session_id
         return out
 
-    def _message_page(self, message: StoredMessage, args: dict[str, Any]) -> dict[str, Any]:
-        """The message verbatim; its content paged when it exceeds the token cap."""
+    def _message_page(
+        self, message: StoredMessage, args: dict[str, Any], shell_tokens: int = 0
+    ) -> dict[str, Any]:
+        """The message verbatim; its content paged so that the result, with the
+        ``shell_tokens`` around it, stays within the token cap."""
         max_tokens = _get(args, "max_tokens", int, self.config.expand_default_tokens, minimum=1)
         max_tokens = min(max_tokens, self.config.expand_max_tokens)
         offset = _get(args, "offset", int, 0, minimum=0)
@@ -574,9 +592,12 @@ class ToolRunner:
         if offset > len(text):
             raise ToolArgumentError(f"'offset' {offset} is past the end ({len(text)} characters)")
         verbatim = verbatim_message(message)
-        if offset == 0 and message.token_count <= max_tokens:
+        room = max_tokens - shell_tokens - _PAGE_ENVELOPE_TOKENS
+        if offset == 0 and message.token_count <= room:
             return {"message": verbatim, "total_chars": len(text), "next_offset": None}
-        page, next_offset = _page(text, offset, max_tokens, self.count)
+        others = {k: v for k, v in verbatim.items() if k != "content"}
+        room -= self.count(json.dumps(others, ensure_ascii=False))
+        page, next_offset = _page(text, offset, max(1, room), self.count)
         if isinstance(verbatim.get("content"), str):
             verbatim["content"] = page
         else:
@@ -675,3 +696,59 @@ def _page(
         piece = piece[: int(len(piece) * 0.85)]
     end = offset + len(piece)
     return piece, (end if end < len(text) else None)
+
+
+def _shell_tokens(out: dict[str, Any], count: Callable[[str], int]) -> int:
+    """Tokens of a result before its paged content is added."""
+    return count(json.dumps(out, ensure_ascii=False))
+
+
+def bounded(out: dict[str, Any], max_tokens: int, count: Callable[[str], int]) -> dict[str, Any]:
+    """``out`` within ``max_tokens`` tokens of JSON (at least :data:`MIN_RESULT_TOKENS`):
+    the longest strings are cut (ending in "…") until it fits, and ``truncated`` says so.
+
+    Paging keeps a message's content within the cap; this is the backstop for everything
+    else a result carries (a summary's content, a tool call's arguments, other fields).
+    """
+    limit = max(max_tokens, MIN_RESULT_TOKENS) - 8  # room for the truncation mark
+    tokens = count(json.dumps(out, ensure_ascii=False))
+    if tokens <= limit + 8:
+        return out
+    out = json.loads(json.dumps(out, ensure_ascii=False))
+    longest = limit * _CHARS_PER_TOKEN_GUESS * 2
+    _cut_strings(out, longest + 1, longest)  # cheap first cut: no counting
+    for _ in range(12):
+        tokens = count(json.dumps(out, ensure_ascii=False))
+        top = max((len(text) for text in _strings(out)), default=0)
+        if tokens <= limit or top <= 16:
+            break
+        _cut_strings(out, top // 2, max(8, min(top // 2, int(top * 0.9 * limit / tokens))))
+    out["truncated"] = True
+    return out
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def _cut_strings(value: Any, min_chars: int, keep_chars: int) -> None:
+    """Cut, in place, every string in ``value`` of at least ``min_chars`` characters to
+    its first ``keep_chars``."""
+    if isinstance(value, dict):
+        items: Any = list(value.items())
+    elif isinstance(value, list):
+        items = list(enumerate(value))
+    else:
+        return
+    for key, item in items:
+        if isinstance(item, str):
+            if len(item) >= min_chars and len(item) > keep_chars:
+                value[key] = item[:keep_chars] + "…"
+        else:
+            _cut_strings(item, min_chars, keep_chars)

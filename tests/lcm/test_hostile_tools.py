@@ -102,3 +102,69 @@ def test_a_noisy_neighbour_does_not_hide_your_own_match(tmp_path, database, sort
     ]
     since = call(mine, "lcm_grep", {"pattern": "release", "since": 0, "sort": sort})
     assert since["count"] == 1
+
+
+# Item 12: every result within its token limit.
+
+COUNT = None
+
+
+def tokens(out) -> int:
+    from conftest import COUNTER
+
+    return COUNTER.count_text(json.dumps(out, ensure_ascii=False))
+
+
+@pytest.fixture
+def bulky(tmp_path, database):
+    engine = make_engine(tmp_path, database=database, session="mine", context_length=200_000)
+    big = "".join(f"line {n}: payload {n * 7919 % 100003}\n" for n in range(20_000))
+    call_id = "call_1"
+    engine.ingest(
+        "mine",
+        [
+            {"role": "user", "content": "read the log", "message_uid": uid()},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": call_id,
+                        "type": "function",
+                        "function": {
+                            "name": "read",
+                            "arguments": json.dumps({"blob": "z" * 500_000}),
+                        },
+                    }
+                ],
+                "message_uid": uid(),
+            },
+            {"role": "tool", "tool_call_id": call_id, "content": big, "message_uid": uid()},
+        ],
+    )
+    items = engine.store.context_items(engine._conversation())
+    ids = {item.role: f"msg_{item.ref_id}" for item in items}
+    return engine, ids, big
+
+
+@pytest.mark.parametrize("max_tokens", [1, 128, 500, 3000])
+@pytest.mark.parametrize("tool", ["lcm_expand", "lcm_describe"])
+@pytest.mark.parametrize("role", ["tool", "assistant"])
+def test_results_respect_their_token_limit(bulky, tool, role, max_tokens):
+    engine, ids, _ = bulky
+    args = {"id": ids[role], "max_tokens": max_tokens, "include_content": True}
+    out = call(engine, tool, args)
+    assert "error" not in out, out
+    floor = 128 if tool == "lcm_expand" else 512  # describe's metadata always fits
+    assert tokens(out) <= max(max_tokens, floor), (tokens(out), max_tokens)
+
+
+def test_paging_a_huge_message_returns_it_whole_in_bounded_pages(bulky):
+    engine, ids, big = bulky
+    pages, offset = [], 0
+    while offset is not None:
+        out = call(engine, "lcm_expand", {"id": ids["tool"], "max_tokens": 4000, "offset": offset})
+        assert tokens(out) <= 4000
+        pages.append(out["message"]["content"])
+        offset = out["next_offset"]
+    assert "".join(pages) == big
