@@ -482,8 +482,10 @@ class PgLcmStore(StoreCommon):
         limit: int,
         whole_chars: int,
         by_relevance: bool,
+        deadline: float | None = None,
     ) -> list[SearchHit]:
-        """Matching messages of one conversation's sequence range (a summary's span).
+        """Matching messages of one conversation's sequence range (a summary's span); one
+        statement, so ``deadline`` (checked by the caller between statements) is unused.
 
         Unprepared, like the other searches: psycopg prepares a statement on its fifth
         call, and five calls later the server may switch to a generic plan, which cannot

@@ -43,9 +43,12 @@ class FtsQuery:
     operands: tuple[str, ...]
     #: True when the user wrote an operator (AND, OR, NOT); plain words are joined by OR.
     explicit: bool
+    #: Operands left out past ``max_operands`` (repeats among alternatives are dropped
+    #: without counting here: they change nothing).
+    dropped: int = 0
 
 
-def fts_query(text: str) -> FtsQuery | None:
+def fts_query(text: str, max_operands: int | None = None) -> FtsQuery | None:
     """The query for ``text``; None if it has no words.
 
     Words and "quoted phrases" are alternatives (OR): a natural-language question need not
@@ -53,6 +56,8 @@ def fts_query(text: str) -> FtsQuery | None:
     OR and NOT between two terms keep their FTS5 meaning (NOT binds tightest, then AND,
     then OR); ``word*`` matches a prefix. An operator with nothing on one side is ignored,
     except a leading NOT, which would exclude from nothing (an error naming the fix).
+    Without operators, a repeated operand is kept once; past ``max_operands`` the rest of
+    the text is left out (counted in ``dropped``).
     """
     # SQLite reads the query as a C string: a NUL would cut it short.
     text = text.replace("\x00", " ")
@@ -60,8 +65,14 @@ def fts_query(text: str) -> FtsQuery | None:
     operands: list[str] = []
     pending: str | None = None
     explicit = False
+    dropped = 0
+    # Without operators every operand is an alternative: a repeat changes nothing.
+    alternatives_only = not any(m.group(2) in OPERATORS for m in _TOKEN.finditer(text))
     for match in _TOKEN.finditer(text):
         phrase, word = match.group(1), match.group(2)
+        if max_operands is not None and len(operands) >= max_operands:
+            dropped += word not in OPERATORS
+            continue
         if word in OPERATORS:
             if not operands:
                 if word == "NOT":
@@ -75,6 +86,8 @@ def fts_query(text: str) -> FtsQuery | None:
         if not _WORD.search(raw):
             continue
         operand = '"' + raw.replace('"', '""') + '"' + (" *" if prefix else "")
+        if alternatives_only and operand in operands:
+            continue
         if operands:
             parts.append(pending or "OR")
         parts.append(operand)
@@ -82,7 +95,7 @@ def fts_query(text: str) -> FtsQuery | None:
         pending = None
     if not operands:
         return None
-    return FtsQuery(" ".join(parts), tuple(operands), explicit)
+    return FtsQuery(" ".join(parts), tuple(operands), explicit, dropped)
 
 
 def query_operands(expression: str) -> list[str]:
@@ -235,6 +248,29 @@ def _class_end(pattern: str, start: int) -> int:
         else:
             i += 1
     return len(pattern)
+
+
+@dataclass
+class WorkBudget:
+    """What one tool call may still spend: time, and store statements. A search checks it
+    before each step and stops early, marking its result partial, instead of running past
+    the hook timeout."""
+
+    deadline: float
+    statements: int
+    #: Why the work stopped early ("time", "work"), None while within budget.
+    exhausted: str | None = None
+
+    def spend(self, statements: int = 1) -> bool:
+        """Take ``statements`` from the budget; False (and ``exhausted`` set) when out."""
+        if time.monotonic() >= self.deadline:
+            self.exhausted = self.exhausted or "time"
+            return False
+        if statements > self.statements:
+            self.exhausted = self.exhausted or "work"
+            return False
+        self.statements -= statements
+        return True
 
 
 @dataclass

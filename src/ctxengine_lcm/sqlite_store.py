@@ -534,6 +534,7 @@ class SqliteStore(StoreCommon):
         limit: int,
         whole_chars: int,
         by_relevance: bool,
+        deadline: float | None = None,
     ) -> list[SearchHit]:
         """Matching messages of one conversation's sequence range (a summary's span).
 
@@ -567,7 +568,7 @@ class SqliteStore(StoreCommon):
                     f"{select} ORDER BY messages_fts.rowid DESC LIMIT ?", [*params, limit]
                 ).fetchall()
                 return [SearchHit("message", r[0], r[1], r[2], r[3], r[4], r[5], -1) for r in rows]
-            held = self._terms_held(scope, params, fts_query)
+            held = self._terms_held(scope, params, fts_query, deadline)
             best = sorted(held, key=lambda r: (-held[r], -r))[:limit]
             hits = []
             for rowid in best:  # one rowid seek each (an IN list would scan the span)
@@ -580,8 +581,11 @@ class SqliteStore(StoreCommon):
                     )
             return hits
 
-    def _terms_held(self, scope: str, params: list[Any], fts_query: str) -> dict[int, int]:
-        """Query operands each of the newest matches holds, by rowid."""
+    def _terms_held(
+        self, scope: str, params: list[Any], fts_query: str, deadline: float | None = None
+    ) -> dict[int, int]:
+        """Query operands each of the newest matches holds, by rowid; at ``deadline`` the
+        operands not counted yet are left out (a coarser order, never an error)."""
         candidates = [
             r[0]
             for r in self._conn.execute(
@@ -595,6 +599,8 @@ class SqliteStore(StoreCommon):
             return held
         lo, hi = min(candidates), max(candidates)
         for operand in operands:
+            if deadline is not None and time.monotonic() >= deadline:
+                break
             for (rowid,) in self._conn.execute(
                 "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? "
                 "AND rowid BETWEEN ? AND ?",

@@ -19,7 +19,15 @@ import regex
 from .config import LcmConfig
 from .ranking import fold_similar, query_terms, rerank
 from .render import iso_time, message_ref, summary_ref, verbatim_message
-from .search import QuerySyntaxError, fts_query, parse_time, regex_cost_problem, regex_scan
+from .search import (
+    QuerySyntaxError,
+    WorkBudget,
+    fts_query,
+    parse_time,
+    query_operands,
+    regex_cost_problem,
+    regex_scan,
+)
 from .store import Grant, LcmStore, SearchHit, StoredMessage, StoredSummary
 
 _ID = re.compile(r"^(sum|msg)_(\d{1,18})$")
@@ -226,26 +234,32 @@ class ToolRunner:
             raise ToolArgumentError(str(exc)) from None
         targets = ["messages", "summaries"] if scope == "both" else [scope]
         result: dict[str, Any] = {"pattern": pattern, "mode": mode, "scope": scope, "sort": sort}
+        budget = WorkBudget(
+            time.monotonic() + cfg.grep_time_budget_seconds, cfg.grep_max_statements
+        )
         if mode == "full_text":
             hits, folded = self._fulltext(
-                pattern, targets, since, until, limit, sort, access, result
+                pattern, targets, since, until, limit, sort, access, result, budget
             )
         else:
             folded = {}
             hits = self._regex(
-                pattern, ignore_case, targets, since, until, limit, sort, access, result
+                pattern, ignore_case, targets, since, until, limit, sort, access, result, budget
             )
         inner = result.pop("_fts_query", None)
-        parents = _covering_summaries(self.store, hits)
+        parents = _covering_summaries(self.store, hits) if budget.spend() else {}
         items = self._charge(
             [
-                self._hit_item(h, access, parents, inner, folded.get((h.kind, h.id), ()))
+                self._hit_item(h, access, parents, inner, folded.get((h.kind, h.id), ()), budget)
                 for h in hits
             ],
             access,
         )
         result["results"] = items
         result["count"] = len(items)
+        if budget.exhausted is not None or result.get("terms_dropped") or result.get("timed_out"):
+            result["partial"] = True
+            result["partial_reason"] = _partial_reason(budget, result, cfg)
         return result
 
     def _fulltext(
@@ -258,11 +272,12 @@ class ToolRunner:
         sort: str,
         access: Access,
         result: dict[str, Any],
+        budget: WorkBudget,
     ) -> tuple[list[SearchHit], dict[tuple[str, int], tuple[SearchHit, ...]]]:
         """The hits to show, and for relevance order the near-duplicates folded under each
         (keyed by kind and id)."""
         try:
-            query = fts_query(pattern)
+            query = fts_query(pattern, self.config.grep_max_terms)
         except QuerySyntaxError as exc:
             raise ToolArgumentError(f"'pattern': {exc}") from None
         if query is None:
@@ -273,8 +288,12 @@ class ToolRunner:
         # asks for snippets only for the hits it shows.
         wanted = max(limit, cfg.grep_rerank_pool) if by_relevance else limit
         preview = cfg.grep_whole_text_chars * _PREVIEW_FACTOR if by_relevance else None
+        if query.dropped:
+            result["terms_dropped"] = query.dropped
         hits: list[SearchHit] = []
         for target in targets:
+            if not budget.spend():
+                break
             hits += self.store.search_fulltext(
                 access.conversation_ids, query.expression, target, since, until, wanted,
                 by_relevance, cfg.grep_relevance_window, cfg.grep_whole_text_chars, preview,
@@ -293,14 +312,20 @@ class ToolRunner:
                 leaders.append(replace(group.hit, score=-group.relevance))
                 similar[(kind, group.hit.id)] = group.similar
         leaders.sort(key=lambda h: h.score or 0.0)
-        return self._with_snippets(_messages_first(leaders, limit), query.expression), similar
+        shown = _messages_first(leaders, limit)
+        return self._with_snippets(shown, query.expression, budget), similar
 
-    def _with_snippets(self, hits: list[SearchHit], expression: str) -> list[SearchHit]:
-        """``hits`` with each previewed long text replaced by its snippet."""
+    def _with_snippets(
+        self, hits: list[SearchHit], expression: str, budget: WorkBudget
+    ) -> list[SearchHit]:
+        """``hits`` with each previewed long text replaced by its snippet (out of budget:
+        its beginning)."""
         whole = self.config.grep_whole_text_chars
         snippets: dict[tuple[str, int], str] = {}
         for kind, target in (("message", "messages"), ("summary", "summaries")):
             long_ids = [h.id for h in hits if h.kind == kind and len(h.text) > whole]
+            if not long_ids or not budget.spend():
+                continue
             found = self.store.snippets(target, expression, long_ids, whole)
             snippets.update({(kind, i): text for i, text in found.items()})
         return [
@@ -321,6 +346,7 @@ class ToolRunner:
         sort: str,
         access: Access,
         result: dict[str, Any],
+        budget: WorkBudget,
     ) -> list[SearchHit]:
         cfg = self.config
         problem = regex_cost_problem(pattern, _MAX_REGEX_WEIGHT, _MAX_REGEX_NESTING)
@@ -330,7 +356,7 @@ class ToolRunner:
             compiled = regex.compile(pattern, regex.IGNORECASE if ignore_case else 0)
         except (regex.error, OverflowError, RecursionError) as exc:
             raise ToolArgumentError(f"'pattern' is not a valid regex: {exc}") from None
-        deadline = time.monotonic() + cfg.grep_regex_timeout_seconds
+        deadline = min(time.monotonic() + cfg.grep_regex_timeout_seconds, budget.deadline)
         per_target = max(1, cfg.grep_max_rows_scanned // len(targets))
         found: list[tuple[SearchHit, int]] = []
         scanned, timed_out, capped = 0, False, False
@@ -357,6 +383,7 @@ class ToolRunner:
         parents: dict[int, int],
         fts_query: str | None = None,
         similar: tuple[SearchHit, ...] = (),
+        budget: WorkBudget | None = None,
     ) -> dict[str, Any]:
         """One result; ``parents`` maps message hits to their covering summaries (read for
         all hits at once); ``similar`` are the near-duplicates folded under it."""
@@ -374,14 +401,19 @@ class ToolRunner:
         else:
             item["depth"] = hit.depth
         item["snippet"] = hit.text
-        if hit.kind == "summary" and fts_query is not None:
+        operands = len(query_operands(fts_query)) if fts_query is not None else 0
+        if (
+            hit.kind == "summary"
+            and fts_query is not None
+            and (budget is None or budget.spend(2 + operands))
+        ):
             # The verbatim messages under this summary that match too: ids to expand.
             summary = self.store.summary(hit.id)
             if summary is not None:
                 inner = self.store.search_within(
                     summary.conversation_id, summary.first_seq, summary.last_seq, fts_query,
                     _INNER_HITS, min(self.config.grep_whole_text_chars, _INNER_WHOLE_CHARS),
-                    by_relevance=True,
+                    by_relevance=True, deadline=budget.deadline if budget else None,
                 )  # fmt: skip
                 item["matching_messages"] = [
                     {"id": message_ref(h.id), "role": h.role, "seq": h.seq, "snippet": h.text}
@@ -658,6 +690,21 @@ class ToolRunner:
         for grant_id, tokens in charges.items():
             self.store.charge_grant(grant_id, tokens)
         return kept
+
+
+def _partial_reason(budget: WorkBudget, result: dict[str, Any], cfg: LcmConfig) -> str:
+    """Why a grep result is partial, and what to do about it."""
+    reasons = []
+    if result.get("terms_dropped"):
+        reasons.append(
+            f"only the first {cfg.grep_max_terms} distinct terms were searched "
+            f"({result['terms_dropped']} left out)"
+        )
+    if budget.exhausted == "time" or result.get("timed_out"):
+        reasons.append(f"the {cfg.grep_time_budget_seconds:g} s time budget ran out")
+    elif budget.exhausted == "work":
+        reasons.append(f"the work cap of {cfg.grep_max_statements} store statements was reached")
+    return "; ".join(reasons) + "; narrow the search (fewer words, since/until, scope)"
 
 
 def _covering_summaries(store: LcmStore, hits: list[SearchHit]) -> dict[int, int]:

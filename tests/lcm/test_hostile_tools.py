@@ -8,7 +8,7 @@ import json
 import time
 
 import pytest
-from conftest import make_engine, uid
+from conftest import BACKENDS, drive, make_engine, new_database, release, uid
 
 
 def call(engine, name, args):
@@ -168,3 +168,56 @@ def test_paging_a_huge_message_returns_it_whole_in_bounded_pages(bulky):
         pages.append(out["message"]["content"])
         offset = out["next_offset"]
     assert "".join(pages) == big
+
+
+# Item 10: full-text search within a time budget and a work cap.
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def long_history(request, tmp_path_factory):
+    """300 turns (1,200 messages) with summaries, driven once per backend."""
+    directory = tmp_path_factory.mktemp("budget")
+    database = new_database(request, request.param, directory)
+    engine = make_engine(directory, database=database)
+    drive(engine, 300)
+    yield directory, database, engine
+    engine.dispose()
+    release(database)
+
+
+REPEATED = ("fact question topic answer file " * 40)[:1000]
+
+
+def test_a_query_of_repeated_words_costs_what_its_distinct_words_cost(long_history):
+    _, _, engine = long_history
+    started = time.monotonic()
+    out = call(engine, "lcm_grep", {"pattern": REPEATED, "scope": "summaries", "limit": 100})
+    elapsed = time.monotonic() - started
+    once = call(engine, "lcm_grep", {"pattern": "fact question topic answer file",
+                                     "scope": "summaries", "limit": 100})  # fmt: skip
+    assert [r["id"] for r in out["results"]] == [r["id"] for r in once["results"]]
+    assert "partial" not in out
+    assert elapsed < 2.0, f"{elapsed:.1f} s"
+
+
+def test_search_past_its_time_budget_returns_partial_results(long_history):
+    directory, database, _ = long_history
+    engine = make_engine(directory, database=database, grep_time_budget_seconds=0.05,
+                         grep_max_terms=1000)  # fmt: skip
+    words = " ".join(f"w{n}x{i}" for n in range(0, 300, 3) for i in range(3))[:1000]
+    started = time.monotonic()
+    out = call(engine, "lcm_grep", {"pattern": words, "limit": 100})
+    assert time.monotonic() - started < 1.5
+    assert out["partial"] is True and "time budget" in out["partial_reason"]
+    ordinary = call(
+        make_engine(directory, database=database), "lcm_grep", {"pattern": "fact7 value7"}
+    )
+    assert ordinary["count"] >= 1 and "partial" not in ordinary
+
+
+def test_terms_past_the_cap_are_dropped_and_marked(long_history):
+    _, _, engine = long_history
+    words = " ".join(f"w{n}x1" for n in range(100))
+    out = call(engine, "lcm_grep", {"pattern": words})
+    assert out["partial"] is True and out["terms_dropped"] == 36
+    assert "first 64 distinct terms" in out["partial_reason"]
