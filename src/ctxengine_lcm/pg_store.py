@@ -50,6 +50,38 @@ TS_CONFIG = "english"
 #: Longest prefix of a text that is indexed (tsvector values are capped at 1 MB).
 _INDEXED_CHARS = 400_000
 
+#: Characters PostgreSQL's parser keeps inside one token (a path ``legacy/SZHY_3.cfg``, a
+#: host, an address, a version number), so a fragment of it is no lexeme of its own. Texts
+#: and queries both read them as spaces, as SQLite's unicode61 tokenizer does: every part
+#: is found, and the whole as all of its parts.
+TOKEN_JOINERS = "/\\.@:~"
+_JOINER_SPACES = " " * len(TOKEN_JOINERS)
+_SPLIT_JOINERS = str.maketrans(TOKEN_JOINERS, _JOINER_SPACES)
+
+
+def _indexed_text_sql(column: str) -> str:
+    return (
+        f"to_tsvector('{TS_CONFIG}', translate(left({column}, {_INDEXED_CHARS}), "
+        f"'{TOKEN_JOINERS}', '{_JOINER_SPACES}'))"
+    )
+
+
+def _reindex_step(table: str) -> str:
+    """Version 2: the tsvector of ``table`` split at :data:`TOKEN_JOINERS` (the column is
+    regenerated from the stored text; nothing else changes)."""
+    return f"""
+        ALTER TABLE {table} DROP COLUMN tsv;
+        ALTER TABLE {table} ADD COLUMN tsv tsvector
+            GENERATED ALWAYS AS ({_indexed_text_sql("content")}) STORED;
+        ALTER TABLE {table} ALTER COLUMN tsv SET STORAGE MAIN;
+        CREATE INDEX {table}_tsv ON {table} USING GIN(tsv) WITH (fastupdate = off);
+        DO $$ BEGIN
+            EXECUTE 'ALTER TABLE {table} ALTER COLUMN tsv SET COMPRESSION lz4';
+        EXCEPTION WHEN OTHERS THEN NULL;
+        END $$;
+    """
+
+
 LCM_SCHEMA = Schema(
     "lcm",
     (
@@ -152,6 +184,7 @@ LCM_SCHEMA = Schema(
         EXCEPTION WHEN OTHERS THEN NULL;
         END $$;
         """,
+        _reindex_step("lcm_messages") + _reindex_step("lcm_summaries"),
     ),
 )
 
@@ -173,14 +206,15 @@ def ts_query_sql(fts_query: str) -> tuple[str, list[str]]:
     params: list[str] = []
 
     def operand(term: Operand) -> str:
+        text = term.text.translate(_SPLIT_JOINERS)  # as the texts were indexed
         if term.prefix:
-            params.append("'" + term.text.replace("\\", "\\\\").replace("'", "''") + "':*")
+            params.append("'" + text.replace("\\", "\\\\").replace("'", "''") + "':*")
             # to_tsquery joins a split word's lexemes with <->; all of them are wanted.
             return (
                 f"regexp_replace(to_tsquery('{TS_CONFIG}', %s)::text, "
                 "' <(-|[0-9]+)> ', ' & ', 'g')::tsquery"
             )
-        params.append(term.text)
+        params.append(text)
         phrase = len(term.text.split()) > 1
         return f"{'phraseto_tsquery' if phrase else 'plainto_tsquery'}('{TS_CONFIG}', %s)"
 

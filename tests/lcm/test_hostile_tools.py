@@ -28,6 +28,21 @@ def engine(tmp_path, database):
     return engine
 
 
+# Item 3: the same query table on both backends.
+
+FRAGMENTS = [
+    ("legacy/SZHY_3.cfg", 1), ("SZHY_3.cfg", 1), ("SZHY_3", 1), ("SZHY", 1), ("szhy_3.CFG", 1),
+    ("legacy", 1), ("cfg", 1), ("SZH*", 1), ('"SZHY_3.cfg"', 1), ("SZHY AND legacy", 1),
+    ("SZHX", 0), ("legacy/SZHY_4.cfg", 0),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("pattern", "found"), FRAGMENTS, ids=[p for p, _ in FRAGMENTS])
+def test_fragments_of_path_like_tokens_are_found_on_both_backends(engine, pattern, found):
+    out = call(engine, "lcm_grep", {"pattern": pattern, "scope": "messages"})
+    assert out["count"] == found, out
+
+
 # Item 13: bad arguments.
 
 BAD_ARGUMENTS = [
