@@ -37,6 +37,18 @@ from .store_common import (
 
 SCHEMA_VERSION = "1"
 
+#: Longest prefix of a message that is indexed for full-text search (as on PostgreSQL):
+#: indexing costs time per character, and one 50 MB tool output would hold the ingest
+#: transaction for seconds. Regex search still reads whole texts.
+INDEXED_CHARS = 400_000
+#: Removes a deleted message from the index: exactly what was indexed.
+_DELETE_TRIGGER = f"""
+CREATE TRIGGER IF NOT EXISTS messages_fts_delete AFTER DELETE ON messages BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, content)
+        VALUES ('delete', old.id, substr(old.content, 1, {INDEXED_CHARS}));
+END;
+"""
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS conversations(
@@ -132,9 +144,6 @@ CREATE VIRTUAL TABLE IF NOT EXISTS summaries_fts USING fts5(
 INSERT INTO messages_fts(messages_fts, rank) SELECT 'automerge', 8
     WHERE NOT EXISTS (SELECT 1 FROM messages_fts_config WHERE k = 'automerge');
 -- Message rows are indexed by append_messages in one set-based statement per batch.
-CREATE TRIGGER IF NOT EXISTS messages_fts_delete AFTER DELETE ON messages BEGIN
-    INSERT INTO messages_fts(messages_fts, rowid, content) VALUES ('delete', old.id, old.content);
-END;
 CREATE TRIGGER IF NOT EXISTS summaries_fts_insert AFTER INSERT ON summaries BEGIN
     INSERT INTO summaries_fts(rowid, content) VALUES (new.id, new.content);
 END;
@@ -142,6 +151,11 @@ CREATE TRIGGER IF NOT EXISTS summaries_fts_delete AFTER DELETE ON summaries BEGI
     INSERT INTO summaries_fts(summaries_fts, rowid, content) VALUES ('delete', old.id, old.content);
 END;
 """
+_SCHEMA += _DELETE_TRIGGER
+
+#: The ``meta`` key set on a store made before prefix indexing that holds a longer
+#: message: it keeps indexing whole texts, so that its delete trigger stays exact.
+_WHOLE_TEXT_KEY = "fts_whole_texts"
 
 #: WAL pages between automatic checkpoints (4 KiB pages: ~40 MB).
 WAL_CHECKPOINT_PAGES = 10_000
@@ -208,6 +222,7 @@ class SqliteStore(StoreCommon):
                         "SQLite that includes FTS5"
                     ) from exc
                 raise
+            self._indexed = self._indexed_text_sql(conn)
             row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
             if row is None:
                 conn.execute(
@@ -219,6 +234,36 @@ class SqliteStore(StoreCommon):
                     f"LCM store {self.path} has schema version {row[0]}, this engine uses "
                     f"{SCHEMA_VERSION}; upgrade ctxengine-lcm or use another database file"
                 )
+
+    @staticmethod
+    def _indexed_text_sql(conn: sqlite3.Connection) -> str:
+        """What of a message is indexed: its first INDEXED_CHARS characters, or the whole
+        text in a store made before prefix indexing that holds a longer message (its
+        delete trigger must stay exact). Such a store without one gets the prefix trigger
+        now: its rows are indexed the same either way."""
+        prefix = f"substr(content, 1, {INDEXED_CHARS})"
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            (trigger,) = conn.execute(
+                "SELECT sql FROM sqlite_master WHERE type='trigger' AND name='messages_fts_delete'"
+            ).fetchone()
+            if "substr" in trigger:
+                return prefix
+            whole = conn.execute(
+                "SELECT 1 FROM meta WHERE key=? UNION ALL SELECT 1 FROM messages "
+                f"WHERE length(content) > {INDEXED_CHARS} LIMIT 1",
+                (_WHOLE_TEXT_KEY,),
+            ).fetchone()
+            if whole is not None:
+                conn.execute(
+                    "INSERT OR IGNORE INTO meta(key, value) VALUES (?, '1')", (_WHOLE_TEXT_KEY,)
+                )
+                return "content"
+            conn.execute("DROP TRIGGER messages_fts_delete")
+            conn.execute(_DELETE_TRIGGER)
+            return prefix
+        finally:
+            conn.execute("COMMIT")
 
     def close(self) -> None:
         with self._lock:
@@ -301,8 +346,8 @@ class SqliteStore(StoreCommon):
             [(summary_id, n, ref) for n, ref in enumerate(refs)],
         )
 
-    @staticmethod
     def _insert_rows(
+        self,
         conn: sqlite3.Connection,
         conversation_id: int,
         fresh: list[NewMessage],
@@ -346,7 +391,7 @@ class SqliteStore(StoreCommon):
             )
         ]
         conn.execute(
-            "INSERT INTO messages_fts(rowid, content) SELECT id, content FROM messages "
+            f"INSERT INTO messages_fts(rowid, content) SELECT id, {self._indexed} FROM messages "
             "WHERE conversation_id=? AND seq BETWEEN ? AND ?",
             (conversation_id, first_seq, last_seq),
         )

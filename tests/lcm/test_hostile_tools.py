@@ -236,3 +236,32 @@ def test_terms_past_the_cap_are_dropped_and_marked(long_history):
     out = call(engine, "lcm_grep", {"pattern": words})
     assert out["partial"] is True and out["terms_dropped"] == 36
     assert "first 64 distinct terms" in out["partial_reason"]
+
+
+# Item 11: a huge message is ingested in bounded time.
+
+
+def test_a_20_mb_tool_output_is_ingested_in_bounded_time(tmp_path, database):
+    engine = make_engine(tmp_path, database=database, session="big")
+    rows = "".join(f"row {n}: status=ok path=/srv/app/m{n}.py\n" for n in range(700_000))
+    big = "early_marker " + rows[:20_000_000] + " needle_at_the_end"
+    call_uid = uid()
+    batch = [
+        {"role": "user", "content": "dump it", "message_uid": uid()},
+        {"role": "assistant", "content": None, "message_uid": call_uid,
+         "tool_calls": [{"id": "c1", "type": "function",
+                         "function": {"name": "dump", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": big, "message_uid": uid()},
+    ]  # fmt: skip
+    started = time.monotonic()
+    engine.ingest("big", batch)
+    elapsed = time.monotonic() - started
+    assert elapsed < 4.0, f"ingest took {elapsed:.1f} s"  # tokenizing it whole: ~10 s
+    ((tool_id,),) = [
+        (i.ref_id,) for i in engine.store.context_items(engine._conversation()) if i.role == "tool"
+    ]
+    stored = engine.store.message(tool_id)
+    assert stored.content == big and stored.externalized
+    assert call(engine, "lcm_grep", {"pattern": "early_marker"})["count"] == 1
+    tail = call(engine, "lcm_grep", {"pattern": "needle_at_the_end", "mode": "regex"})
+    assert tail["count"] == 1
