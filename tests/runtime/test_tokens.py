@@ -88,6 +88,7 @@ def _data_url(kind: str, data: bytes) -> str:
         (_jpeg(1024, 1024), "high", 765),
         (_png(4096, 4096), "low", 85),
     ],
+    ids=["png-1024-high", "png-2048x4096", "png-4096x8192", "png-512", "jpeg-1024", "low"],
 )
 def test_images_in_data_urls_cost_by_the_tile_rule(image, detail, expected):
     from ctxengine_host.tokens import image_part_tokens
