@@ -265,3 +265,31 @@ def test_a_20_mb_tool_output_is_ingested_in_bounded_time(tmp_path, database):
     assert call(engine, "lcm_grep", {"pattern": "early_marker"})["count"] == 1
     tail = call(engine, "lcm_grep", {"pattern": "needle_at_the_end", "mode": "regex"})
     assert tail["count"] == 1
+
+
+def test_a_sub_agent_grant_is_never_charged_or_served_past_its_cap(tmp_path, database):
+    parent = make_engine(tmp_path, database=database, session="s1", subagent_token_cap=600)
+    call_id = "c1"
+    parent.ingest(
+        "s1",
+        [
+            {"role": "user", "content": "go", "message_uid": uid()},
+            {"role": "assistant", "content": None, "message_uid": uid(),
+             "tool_calls": [{"id": call_id, "type": "function",
+                             "function": {"name": "f", "arguments": "y" * 200_000}}]},
+            {"role": "tool", "tool_call_id": call_id, "content": "row x\n" * 50_000,
+             "message_uid": uid()},
+        ],
+    )  # fmt: skip
+    ids = [f"msg_{i.ref_id}" for i in parent.store.context_items(parent._conversation())]
+    child = parent.clone_for_agent()
+    child.on_session_start("child")
+    parent.prepare_subagent_spawn("s1", "child", "isolated", None)
+    served = 0
+    for ref in ids * 3:
+        for tool in ("lcm_expand", "lcm_describe"):
+            out = call(child, tool, {"id": ref, "include_content": True, "max_tokens": 5000})
+            served += 0 if "error" in out else tokens(out)
+    (grant,) = child.store.active_grants("child", time.time())
+    assert grant.tokens_used <= 600
+    assert served <= 600 + 6 * 16  # what was charged, plus the "session" key added after
