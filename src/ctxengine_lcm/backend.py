@@ -24,11 +24,7 @@ def open_lcm_store(settings: LcmConfig, data_dir: Path) -> LcmStore:
                 f"[engines.lcm] database is a PostgreSQL URL but {exc.name} is not installed; "
                 "run: pip install 'ctxengine-lcm[postgres]'"
             ) from None
-        return PgLcmStore(
-            settings.database,
-            settings.grep_regex_timeout_seconds,
-            settings.grep_time_budget_seconds,
-        )
+        return PgLcmStore(settings.database, settings.grep_regex_timeout_seconds)
     from .sqlite_store import SqliteStore
 
     return SqliteStore(

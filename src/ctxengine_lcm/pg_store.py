@@ -35,7 +35,6 @@ from .store import (
     Grant,
     NewMessage,
     SearchHit,
-    SearchTimedOut,
     StoredMessage,
     StoredSummary,
 )
@@ -233,16 +232,10 @@ class PgLcmStore(StoreCommon):
 
     _sql = POSTGRES
 
-    def __init__(
-        self,
-        url: str,
-        statement_timeout_seconds: float = 2.0,
-        search_timeout_seconds: float = 3.0,
-    ) -> None:
+    def __init__(self, url: str, statement_timeout_seconds: float = 2.0) -> None:
         self.target: PgTarget = parse_url(url)
         self.path = self.target.label
         self._scan_timeout_ms = max(1, int(statement_timeout_seconds * 1000))
-        self._search_timeout_ms = max(1, int(search_timeout_seconds * 1000))
         self._pool = open_checked(self.target, LCM_SCHEMA)
 
     def close(self) -> None:
@@ -503,16 +496,12 @@ class PgLcmStore(StoreCommon):
 
     def _search(self, sql: str, params: Sequence[Any]) -> list[tuple]:
         """Search statements are never prepared: a generic plan would not see the terms,
-        and the choice between the index on ids and the GIN index depends on them. Each
-        runs under the tool's time budget (``statement_timeout``): past it, SearchTimedOut."""
+        and the choice between the index on ids and the GIN index depends on them."""
         import psycopg
 
         try:
-            with self._pool.connection() as conn, conn.transaction():
-                conn.execute(f"SET LOCAL statement_timeout = {self._search_timeout_ms}")
+            with self._pool.connection() as conn:
                 return conn.execute(sql, params, prepare=False).fetchall()
-        except psycopg.errors.QueryCanceled as exc:
-            raise SearchTimedOut(f"LCM store: a search on {self.path} ran out of time") from exc
         except psycopg.OperationalError as exc:
             raise PgUnavailable(
                 f"LCM store: full-text search on {self.path} failed: {exc}"

@@ -15,11 +15,6 @@ ItemKind = Literal["message", "summary"]
 SummaryKind = Literal["leaf", "condensed"]
 
 
-class SearchTimedOut(Exception):
-    """A search statement ran past the store's time limit and was cancelled (the caller
-    returns what it has, marked partial)."""
-
-
 @dataclass(frozen=True)
 class NewMessage:
     """A message about to be stored: the verbatim dict split into searchable text and the rest."""

@@ -28,7 +28,7 @@ from .search import (
     regex_cost_problem,
     regex_scan,
 )
-from .store import Grant, LcmStore, SearchHit, SearchTimedOut, StoredMessage, StoredSummary
+from .store import Grant, LcmStore, SearchHit, StoredMessage, StoredSummary
 
 _ID = re.compile(r"^(sum|msg)_(\d{1,18})$")
 _UID = re.compile(r"^[0-9a-fA-F]{32}$")
@@ -294,10 +294,9 @@ class ToolRunner:
         for target in targets:
             if not budget.spend():
                 break
-            hits += _unless_timed_out(
-                budget, [], self.store.search_fulltext, access.conversation_ids,
-                query.expression, target, since, until, wanted, by_relevance,
-                cfg.grep_relevance_window, cfg.grep_whole_text_chars, preview,
+            hits += self.store.search_fulltext(
+                access.conversation_ids, query.expression, target, since, until, wanted,
+                by_relevance, cfg.grep_relevance_window, cfg.grep_whole_text_chars, preview,
             )  # fmt: skip
         result["matched"] = "as written" if query.explicit else "any term"
         result["_fts_query"] = query.expression
@@ -327,9 +326,7 @@ class ToolRunner:
             long_ids = [h.id for h in hits if h.kind == kind and len(h.text) > whole]
             if not long_ids or not budget.spend():
                 continue
-            found = _unless_timed_out(
-                budget, {}, self.store.snippets, target, expression, long_ids, whole
-            )
+            found = self.store.snippets(target, expression, long_ids, whole)
             snippets.update({(kind, i): text for i, text in found.items()})
         return [
             h
@@ -413,10 +410,9 @@ class ToolRunner:
             # The verbatim messages under this summary that match too: ids to expand.
             summary = self.store.summary(hit.id)
             if summary is not None:
-                inner = _unless_timed_out(
-                    budget, [], self.store.search_within, summary.conversation_id,
-                    summary.first_seq, summary.last_seq, fts_query, _INNER_HITS,
-                    min(self.config.grep_whole_text_chars, _INNER_WHOLE_CHARS),
+                inner = self.store.search_within(
+                    summary.conversation_id, summary.first_seq, summary.last_seq, fts_query,
+                    _INNER_HITS, min(self.config.grep_whole_text_chars, _INNER_WHOLE_CHARS),
                     by_relevance=True, deadline=budget.deadline if budget else None,
                 )  # fmt: skip
                 item["matching_messages"] = [
@@ -694,19 +690,6 @@ class ToolRunner:
         for grant_id, tokens in charges.items():
             self.store.charge_grant(grant_id, tokens)
         return kept
-
-
-def _unless_timed_out(
-    budget: WorkBudget | None, default: Any, search: Callable[..., Any], *args: Any, **kw: Any
-) -> Any:
-    """``search(*args, **kw)``, or ``default`` when the store cancelled it for time (the
-    budget is then spent: the result is marked partial)."""
-    try:
-        return search(*args, **kw)
-    except SearchTimedOut:
-        if budget is not None:
-            budget.exhausted = "time"
-        return default
 
 
 def _partial_reason(budget: WorkBudget, result: dict[str, Any], cfg: LcmConfig) -> str:

@@ -293,17 +293,3 @@ def test_a_sub_agent_grant_is_never_charged_or_served_past_its_cap(tmp_path, dat
     (grant,) = child.store.active_grants("child", time.time())
     assert grant.tokens_used <= 600
     assert served <= 600 + 6 * 16  # what was charged, plus the "session" key added after
-
-
-def test_a_postgresql_search_past_the_budget_is_cancelled_not_waited_for(tmp_path, database):
-    if not database.startswith("postgresql"):
-        pytest.skip("SQLite statements are bounded by the checks between them")
-    from ctxengine_lcm.pg_store import PgLcmStore
-    from ctxengine_lcm.store import SearchTimedOut
-
-    store = PgLcmStore(database, search_timeout_seconds=0.05)
-    started = time.monotonic()
-    with pytest.raises(SearchTimedOut):
-        store._search("SELECT pg_sleep(5)", [])
-    assert time.monotonic() - started < 2
-    assert store._search("SELECT 1", []) == [(1,)]  # the pooled connection is still usable
