@@ -35,6 +35,8 @@ ESTIMATE_ERRORS: dict[str, dict[str, float]] = {"o200k_base": {"mean": 0.0114, "
 
 #: Cached message counts kept per counter before the cache is cleared.
 MESSAGE_CACHE_LIMIT = 200_000
+#: Recent texts whose counts are kept (a turn's messages, counted by host and engine).
+TEXT_CACHE_LIMIT = 2_048
 
 _ENCODING_BY_MODEL_PREFIX = (
     ("gpt-4o", "o200k_base"),
@@ -69,6 +71,9 @@ class TokenCounter:
         self._lock = threading.Lock()
         self._encoder: Any = None
         self._message_cache: dict[tuple[str, str], int] = {}
+        #: Counts by text: the host and an engine count the same message (its copies share
+        #: the string objects, whose hash Python keeps), so the second count is a look-up.
+        self._text_cache: dict[str, int] = {}
         self.cache_hits = 0
         self.cache_misses = 0
 
@@ -87,9 +92,15 @@ class TokenCounter:
         """Tokens in ``text`` (estimated when the encoding is not available offline)."""
         if not text:
             return 0
+        cached = self._text_cache.get(text)
+        if cached is not None:
+            return cached
         n = len(self.encoder.encode(text, disallowed_special=()))
         if self.estimate_factor is not None:
             n = max(1, round(n * self.estimate_factor))
+        if len(self._text_cache) >= TEXT_CACHE_LIMIT:
+            self._text_cache.clear()
+        self._text_cache[text] = n
         return n
 
     def count_message(self, message: dict[str, Any]) -> int:
