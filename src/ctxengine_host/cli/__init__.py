@@ -32,6 +32,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "migrate",
     "export_import",
     "hermes",
+    "serve",
 )
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
