@@ -45,12 +45,15 @@ from typing import Any
 FACTS = 50
 WINDOW = 16_000
 GREP_REPEATS = 4
-_WORDS = (  # noqa: SIM905
+_COMMON = (  # noqa: SIM905
     "config server client request response cache queue worker task session token message "
     "function class module import return path data table index query result value option "
     "timeout retry limit batch stream buffer event handler deploy release branch commit "
     "review patch fix change update check parse load save send fetch store lock thread"
 ).split()
+_SYLLABLES = "ka lo mi nu pe ra si to vu xe ba de fi go hu ja ke li mo ny".split()  # noqa: SIM905
+#: A code base's identifiers: 8,000 made-up words, so no two tool outputs look alike.
+_WORDS = _COMMON + [a + b + c for a in _SYLLABLES for b in _SYLLABLES for c in _SYLLABLES]
 _RARE = (  # noqa: SIM905
     "amber basalt cobalt dune ember fjord garnet harbor indigo jasper kelp lagoon mesa "
     "nimbus onyx prairie quartz raven sierra tundra umber violet willow xenon yarrow zinc"
@@ -73,7 +76,9 @@ def session_turns(messages: int, seed: int = 17) -> list[list[dict[str, Any]]]:
     turns = []
     for turn in range(turns_count):
         call_id = f"call_{turn}"
-        filler = " ".join(rng.choice(_WORDS) for _ in range(60))
+        filler = " ".join(
+            rng.choice(_COMMON) if rng.random() < 0.4 else rng.choice(_WORDS) for _ in range(60)
+        )
         echo = _RARE[rng.randrange(len(_RARE))]  # fact words come back in later filler
         if turn in planted:
             first, second = fact_keywords(planted[turn])
