@@ -492,14 +492,16 @@ class PgLcmStore(StoreCommon):
             else ("NULL::bigint", "")
         )
         pool, pool_params = "hits", []
-        if by_relevance and all_terms:
+        if by_relevance and all_terms:  # holding every word: in the pool whatever its rank
             every_sql, every_phrases = ts_query_sql(all_terms)
             pool = (
-                f"(SELECT id, rank FROM hits UNION (SELECT {alias}.id, ts_rank({alias}.tsv, "
-                f"{query_sql}) FROM {table} {alias} WHERE {alias}.tsv @@ {every_sql} "
-                f"AND {scope} ORDER BY 1 DESC LIMIT %s)) pool"
+                f"(SELECT id, max(rank) AS rank, max(every) AS every FROM (SELECT id, rank, "
+                f"0 AS every FROM hits UNION ALL (SELECT {alias}.id, ts_rank({alias}.tsv, "
+                f"{query_sql}), 1 FROM {table} {alias} WHERE {alias}.tsv @@ {every_sql} "
+                f"AND {scope} ORDER BY 1 DESC LIMIT %s)) candidates GROUP BY id) pool"
             )
             pool_params = [*phrases, *every_phrases, *scope_params, cap]
+            order = f"every DESC, {order}"
         sql = (
             f"WITH hits AS MATERIALIZED (SELECT {alias}.id, ts_rank({alias}.tsv, "
             f"{query_sql}) AS rank FROM {table} {alias} WHERE {alias}.tsv @@ {query_sql} "

@@ -546,11 +546,12 @@ class SqliteStore(StoreCommon):
         as their first ``preview_chars`` characters when given (cheaper: a caller that
         ranks many hits and shows few asks :meth:`snippets` for the ones it shows).
 
-        By relevance, bm25 ranks the newest ``relevance_window`` matches; ``all_terms``
-        (the query with every term required) is then ranked the same way over the whole
-        history and merged in, so a message holding every word is found however old it is
-        and however often its words recur later. Holding every word is rare: that pass
-        costs the few such matches, not the history."""
+        By relevance, bm25 ranks the newest ``relevance_window`` matches. The matches of
+        ``all_terms`` (the query with every term required), ranked the same way over the
+        whole history, come first in the pool, so a message holding every word is a
+        candidate however old it is, however often its words recur later and however low
+        bm25 puts it (a long tool output); the caller's reranking orders the pool. Holding
+        every word is rare: that pass costs the few such matches, not the history."""
         if not conversation_ids:
             return []
         fts, alias, table = (
@@ -593,12 +594,11 @@ class SqliteStore(StoreCommon):
 
         with self._lock:
             if by_relevance:
-                rows, windowed = self._ranked(select, fts, fts_query, scope_params, limit, window)
-                if windowed and all_terms:
-                    seen = {r[0] for r in rows}
-                    every, _ = self._ranked(select, fts, all_terms, scope_params, limit, window)
-                    rows += [r for r in every if r[0] not in seen]
-                    rows = sorted(rows, key=lambda r: r[7])[:limit]
+                rows = self._ranked(select, fts, fts_query, scope_params, limit, window)
+                if all_terms:  # holding every word: in the pool whatever its bm25
+                    every = self._ranked(select, fts, all_terms, scope_params, limit, window)
+                    ids = {r[0] for r in every}
+                    rows = [*every, *(r for r in rows if r[0] not in ids)][:limit]
             else:
                 sql = select + f" ORDER BY {fts}.rowid DESC LIMIT ?"
                 rows = self._conn.execute(sql, [fts_query, *scope_params, limit]).fetchall()
@@ -615,14 +615,14 @@ class SqliteStore(StoreCommon):
         scope_params: list[Any],
         limit: int,
         window: Callable[[str], Any],
-    ) -> tuple[list[Any], bool]:
+    ) -> list[Any]:
         """The best ``limit`` rows of ``select`` for ``fts_query`` by bm25 among its newest
-        ``relevance_window`` matches, and whether that window left older matches out."""
+        ``relevance_window`` matches."""
         floor = window(fts_query)
         sql = select + (f" AND {fts}.rowid >= ?" if floor else "")
         sql += " ORDER BY 8 LIMIT ?"
         params = [fts_query, *scope_params, *([floor[0]] if floor else []), limit]
-        return self._conn.execute(sql, params).fetchall(), floor is not None
+        return self._conn.execute(sql, params).fetchall()
 
     def snippets(
         self,
