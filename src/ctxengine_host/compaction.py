@@ -1,8 +1,13 @@
 """Running the engine's ``compress`` for a session and applying its result.
 
-``compress`` gets a private deep copy of the live view (compaction is rare;
-DESIGN guarantee 4). A list or ``CompactResult.messages`` becomes the new live
-view when it is a valid sequence: unchanged message versions keep their rows,
+``compress`` cannot change the live view (DESIGN guarantee 4): an engine that
+keeps its own history (it implements ``ingest``, so it was given every message
+already) gets a :class:`~ctxengine_host.views.CopyOnWriteMessages` whose items
+are private copies made when read (LCM reads the newest few, not thousands),
+and whose list methods work on a private copy; any other engine gets a private
+deep copy of the whole list; that view handed back is read as a list. A list
+or ``CompactResult.messages`` becomes the new live view when it is a valid
+sequence: unchanged message versions keep their rows,
 new ones are stored as engine rows; nothing is deleted. ``messages=None`` means
 the engine keeps the history itself. Every summarizer call made on the worker
 is recorded in the :class:`CompactionEvent`.
@@ -23,6 +28,7 @@ from .summarizer.errors import SummarizerError
 from .tokens import message_digest
 from .turns import CompactionEvent
 from .validity import SequenceState, sequence_problems
+from .views import MessagesView
 
 if TYPE_CHECKING:
     from .session import Session
@@ -51,7 +57,9 @@ class Compactor:
             result = guard.call(
                 "compress",
                 {
-                    "messages": live.messages(),
+                    "messages": (
+                        live.copy_on_write() if guard.implements("ingest") else live.messages()
+                    ),
                     "current_tokens": before_tokens,
                     "focus_topic": focus_topic,
                     "force": force,
@@ -131,6 +139,8 @@ class Compactor:
             if not result.ok:
                 return None
             return result.messages
+        if isinstance(result, MessagesView):
+            result = list(result)  # our input handed back (maybe edited): its messages
         if isinstance(result, list):
             return result
         guard.note_invalid("compress", f"expected a list or CompactResult, got {result!r}"[:200])

@@ -27,6 +27,7 @@ from typing import Any
 
 from .bridge import engine_plugin_manager
 from .coroutines import CoroutineRunner
+from .engine import ContextEngine
 from .hookspecs import ContractSpec
 from .quarantine import QuarantineLog
 from .signatures import implemented_methods
@@ -264,6 +265,13 @@ class EngineHandle:
             self.methods, self.implemented = routes
         self.self_timed = routes is not None
         self._pm = engine_plugin_manager(engine, observers, self.methods)
+        #: Routed defaults that run only our own code (the base class's, no observer):
+        #: called inline, without a thread hop. Everything else keeps its timeout.
+        self.inline = (
+            frozenset()
+            if self.self_timed or observers
+            else frozenset(m for m in self.methods - self.implemented if _host_default(engine, m))
+        )
 
     def close(self) -> None:
         """Stop the engine's worker process, if it has one (quarantined or disposed)."""
@@ -347,7 +355,7 @@ class EngineGuard:
         if method == "compress":
             kwargs["deadline"] = time.monotonic() + timeout if timeout else None
         try:
-            pool_timeout = None if handle.self_timed else timeout
+            pool_timeout = None if handle.self_timed or method in handle.inline else timeout
             return self.pool.run(_bound(handle, method, kwargs, within), pool_timeout)
         except SummarizerError:
             raise  # the summarizer failed for good, not the engine: no quarantine
@@ -394,6 +402,12 @@ class EngineGuard:
         log.warning(
             "engine %r: invalid result from %s() ignored: %s", self.handle.name, method, detail
         )
+
+
+def _host_default(engine: object, method: str) -> bool:
+    """True when ``engine.method`` is the contract base class's own implementation."""
+    own = ContextEngine.__dict__.get(method)
+    return own is not None and getattr(type(engine), method, None) is own
 
 
 def _bound(

@@ -18,7 +18,7 @@ from .shapes import provider_copy
 from .store import StoredMessage, ToolCallPairing
 from .tokens import TokenCounter, message_digest
 from .validity import SequenceState
-from .views import MessagesView, copy_message
+from .views import CopyOnWriteMessages, MessagesView, copy_message
 
 Message = dict[str, Any]
 
@@ -119,6 +119,10 @@ class LiveView:
     def view(self) -> MessagesView:
         """The live messages for per-request hooks: O(1) now, a private copy per item read."""
         return MessagesView(self.entries, len(self.entries), _stored_message)
+
+    def copy_on_write(self) -> CopyOnWriteMessages:
+        """The live messages for ``compress`` of an engine that keeps its own history."""
+        return CopyOnWriteMessages(self.entries, len(self.entries), _stored_message)
 
     def last_user_message(self) -> Message | None:
         return next(

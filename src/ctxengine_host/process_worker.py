@@ -269,12 +269,12 @@ class _Worker:
     def local_value(self, value: Any) -> Any:
         """Arguments as the engine sees them: views over the mirror, a readable transcript."""
         if isinstance(value, MirroredMessages):
-            from .views import MessagesView
+            from .views import CopyOnWriteMessages
 
             if value.reset:
                 self.mirror = {}
             self.mirror.update(value.added)
-            return MessagesView([self.mirror[key] for key in value.ids])
+            return CopyOnWriteMessages([self.mirror[key] for key in value.ids])
         if isinstance(value, RemoteTranscript):
             return _Transcript(self, value.session_id)
         return value

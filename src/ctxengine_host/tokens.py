@@ -48,6 +48,9 @@ LONG_TEXT_MARGIN = 1.05
 
 #: Cached message counts kept per counter before the cache is cleared.
 MESSAGE_CACHE_LIMIT = 200_000
+#: Recent texts whose counts are kept (a turn's messages, counted by host and engine).
+TEXT_CACHE_LIMIT = 2_048
+TEXT_CACHE_MAX_CHARS = 256 * 1024
 
 _ENCODING_BY_MODEL_PREFIX = (
     ("gpt-4o", "o200k_base"),
@@ -82,6 +85,9 @@ class TokenCounter:
         self._lock = threading.Lock()
         self._encoder: Any = None
         self._message_cache: dict[tuple[str, str], int] = {}
+        #: Counts by text: the host and an engine count the same message (its copies share
+        #: the string objects, whose hash Python keeps), so the second count is a look-up.
+        self._text_cache: dict[str, int] = {}
         self.cache_hits = 0
         self.cache_misses = 0
 
@@ -101,12 +107,19 @@ class TokenCounter:
         for a text over :data:`LONG_TEXT_CHARS`, see :meth:`_estimate_long`)."""
         if not text:
             return 0
+        cached = self._text_cache.get(text)
+        if cached is not None:
+            return cached
         if len(text) > LONG_TEXT_CHARS:
             n = self._estimate_long(text)
         else:
             n = len(self.encoder.encode(text, disallowed_special=()))
         if self.estimate_factor is not None:
             n = max(1, round(n * self.estimate_factor))
+        if len(text) <= TEXT_CACHE_MAX_CHARS:
+            if len(self._text_cache) >= TEXT_CACHE_LIMIT:
+                self._text_cache.clear()
+            self._text_cache[text] = n
         return n
 
     def _estimate_long(self, text: str) -> int:

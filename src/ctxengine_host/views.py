@@ -29,8 +29,8 @@ def copy_message(value: Any) -> Any:
     """A deep copy of JSON-shaped data (dicts, lists, scalars); other objects via deepcopy.
 
     Two to three times faster than :func:`copy.deepcopy` for chat messages (strings
-    are immutable and shared), which matters because ``compress`` receives a private
-    copy of the whole live view.
+    are immutable and shared), which matters because ``compress`` of an engine that
+    does not keep its own history receives a private copy of the whole live view.
     """
     kind = type(value)
     if kind is dict:
@@ -125,6 +125,75 @@ class MessagesView(Sequence[Message]):
     def _raw(self) -> Iterator[Message]:
         for i in range(self._length):
             yield self._read(self._items[i])
+
+
+class CopyOnWriteMessages(MessagesView):
+    """What ``compress`` of an engine that keeps its own history receives.
+
+    It reads like :class:`MessagesView` (a private copy per item read, nothing
+    copied up front) and takes the list methods an engine may use on its input
+    (``append``, ``pop``, ``clear``, item assignment, ``sort`` ...): the first
+    such call copies the snapshot into a private list the view works on from then
+    on. Nothing an engine does to it reaches the live view or the store.
+    """
+
+    __slots__ = ("_own",)
+
+    def __init__(
+        self,
+        items: list[Any],
+        length: int | None = None,
+        read: Callable[[Any], Message] = _identity,
+    ) -> None:
+        super().__init__(items, length, read)
+        self._own: list[Message] | None = None
+
+    def _edit(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """Apply the list method ``method`` to the private copy (made on the first edit)."""
+        if self._own is None:
+            self._own = [self._copy(i) for i in range(self._length)]
+            self._items, self._read = self._own, _identity
+        try:
+            return getattr(self._own, method)(*args, **kwargs)
+        finally:
+            self._length = len(self._own)
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        self._edit("__setitem__", index, value)
+
+    def __delitem__(self, index: Any) -> None:
+        self._edit("__delitem__", index)
+
+    def __iadd__(self, other: Sequence[Message]) -> CopyOnWriteMessages:
+        self._edit("extend", other)
+        return self
+
+    def append(self, message: Message) -> None:
+        self._edit("append", message)
+
+    def extend(self, messages: Sequence[Message]) -> None:
+        self._edit("extend", messages)
+
+    def insert(self, index: int, message: Message) -> None:
+        self._edit("insert", index, message)
+
+    def pop(self, index: int = -1) -> Message:
+        return self._edit("pop", index)
+
+    def remove(self, message: Message) -> None:
+        self._edit("remove", message)
+
+    def clear(self) -> None:
+        self._edit("clear")
+
+    def sort(self, **kwargs: Any) -> None:
+        self._edit("sort", **kwargs)
+
+    def reverse(self) -> None:
+        self._edit("reverse")
+
+    def __repr__(self) -> str:
+        return f"<CopyOnWriteMessages of {self._length} messages>"
 
 
 class TranscriptView:

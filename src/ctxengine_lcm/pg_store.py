@@ -458,8 +458,11 @@ class PgLcmStore(StoreCommon):
         relevance_window: int,
         whole_chars: int = 1000,
         preview_chars: int | None = None,
+        all_terms: str | None = None,
     ) -> list[SearchHit]:
-        """Matches newest first, or ranked among the newest ``relevance_window`` matches;
+        """Matches newest first, or ranked among the newest ``relevance_window`` matches
+        together with the newest ``relevance_window`` matches of ``all_terms`` (every term
+        required: rare, so it reaches back through the whole history cheaply);
         long texts as a headline, or as their first ``preview_chars`` characters when given
         (``ts_headline`` parses the whole text: ask :meth:`snippets` for the hits shown).
 
@@ -488,18 +491,29 @@ class PgLcmStore(StoreCommon):
             if target == "messages"
             else ("NULL::bigint", "")
         )
+        pool, pool_params = "hits", []
+        if by_relevance and all_terms:  # holding every word: in the pool whatever its rank
+            every_sql, every_phrases = ts_query_sql(all_terms)
+            pool = (
+                f"(SELECT id, max(rank) AS rank, max(every) AS every FROM (SELECT id, rank, "
+                f"0 AS every FROM hits UNION ALL (SELECT {alias}.id, ts_rank({alias}.tsv, "
+                f"{query_sql}), 1 FROM {table} {alias} WHERE {alias}.tsv @@ {every_sql} "
+                f"AND {scope} ORDER BY 1 DESC LIMIT %s)) candidates GROUP BY id) pool"
+            )
+            pool_params = [*phrases, *every_phrases, *scope_params, cap]
+            order = f"every DESC, {order}"
         sql = (
             f"WITH hits AS MATERIALIZED (SELECT {alias}.id, ts_rank({alias}.tsv, "
             f"{query_sql}) AS rank FROM {table} {alias} WHERE {alias}.tsv @@ {query_sql} "
             f"AND {scope} ORDER BY {alias}.id DESC LIMIT %s), "
-            f"top AS (SELECT id, rank FROM hits ORDER BY {order} LIMIT %s) "
+            f"top AS (SELECT id, rank FROM {pool} ORDER BY {order} LIMIT %s) "
             f"SELECT {alias}.id, {alias}.conversation_id, {alias}.{time_column}, "
             f"CASE WHEN length({alias}.content) <= {int(whole_chars)} THEN {alias}.content "
             f"ELSE {long_text} END, {extra}, "
             f"-top.rank, {lineage} FROM top JOIN {table} {alias} ON {alias}.id = top.id "
             f"{lineage_join} ORDER BY {final}"
         )
-        params = [*phrases, *phrases, *scope_params, cap, limit, *long_params]
+        params = [*phrases, *phrases, *scope_params, cap, *pool_params, limit, *long_params]
         rows = self._search(sql, params)
         kind = "message" if target == "messages" else "summary"
         return [

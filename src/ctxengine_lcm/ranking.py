@@ -55,7 +55,8 @@ def rerank(hits: Sequence[SearchHit], terms: Sequence[tuple[str, bool]]) -> list
     if not hits:
         return []
     patterns = [_exact_pattern(text, prefix) for text, prefix in terms]
-    holds = [[p.search(h.text) is not None for p in patterns] for h in hits]
+    needles = [_needle(text) for text, _ in terms]
+    holds = [_held(h.text, patterns, needles) for h in hits]
     weights = [
         math.log((len(hits) + 1) / (sum(row[i] for row in holds) + 0.5))
         for i in range(len(patterns))
@@ -107,6 +108,25 @@ def _prefix(words: frozenset[str], threshold: float) -> list[str]:
         return []
     size = len(words) - math.ceil(threshold * len(words)) + 1
     return sorted(words, key=lambda word: (-len(word), word))[:size]
+
+
+def _needle(term: str) -> str | None:
+    """What a text must contain (lowercased) to hold ``term``: its first word, when ASCII."""
+    first = term.split()[0] if term.split() else ""
+    return first if first.isascii() else None
+
+
+def _held(
+    text: str, patterns: Sequence[re.Pattern[str]], needles: Sequence[str | None]
+) -> list[bool]:
+    """Which terms ``text`` holds exactly. A plain substring test first (C speed) rules out
+    most; the word-boundary regex confirms the rest. Both ASCII: lowercasing then agrees
+    with the regex's case folding, so the test never rules out a real match."""
+    lowered = text.lower() if text.isascii() else None
+    return [
+        (needle is None or lowered is None or needle in lowered) and p.search(text) is not None
+        for p, needle in zip(patterns, needles, strict=True)
+    ]
 
 
 def _exact_pattern(text: str, prefix: bool) -> re.Pattern[str]:

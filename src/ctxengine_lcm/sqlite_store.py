@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
@@ -540,10 +540,18 @@ class SqliteStore(StoreCommon):
         relevance_window: int,
         whole_chars: int = 1000,
         preview_chars: int | None = None,
+        all_terms: str | None = None,
     ) -> list[SearchHit]:
         """Matches newest first or by bm25; short texts whole, long ones as a snippet, or
         as their first ``preview_chars`` characters when given (cheaper: a caller that
-        ranks many hits and shows few asks :meth:`snippets` for the ones it shows)."""
+        ranks many hits and shows few asks :meth:`snippets` for the ones it shows).
+
+        By relevance, bm25 ranks the newest ``relevance_window`` matches. The matches of
+        ``all_terms`` (the query with every term required), ranked the same way over the
+        whole history, come first in the pool, so a message holding every word is a
+        candidate however old it is, however often its words recur later and however low
+        bm25 puts it (a long tool output); the caller's reranking orders the pool. Holding
+        every word is rare: that pass costs the few such matches, not the history."""
         if not conversation_ids:
             return []
         fts, alias, table = (
@@ -571,22 +579,26 @@ class SqliteStore(StoreCommon):
             f"FROM {fts} JOIN {table} {alias} ON {alias}.id = {fts}.rowid "
             f"WHERE {fts} MATCH ? AND {scope}"
         )
+
+        def window(query: str) -> Any:
+            # Rank only the newest matches: bm25 over every match of a common term would
+            # cost time proportional to the history. The window is counted among the
+            # caller's matches (scope first): other sessions' matches must not push the
+            # caller's own out of it.
+            return self._conn.execute(
+                f"SELECT {fts}.rowid FROM {fts} JOIN {table} {alias} "
+                f"ON {alias}.id = {fts}.rowid WHERE {fts} MATCH ? AND {scope} "
+                f"ORDER BY {fts}.rowid DESC LIMIT 1 OFFSET ?",
+                (query, *scope_params, relevance_window - 1),
+            ).fetchone()
+
         with self._lock:
             if by_relevance:
-                # Rank only the newest matches: bm25 over every match of a common term would
-                # cost time proportional to the history. The window is counted among the
-                # caller's matches (scope first): other sessions' matches must not push
-                # the caller's own out of it.
-                floor = self._conn.execute(
-                    f"SELECT {fts}.rowid FROM {fts} JOIN {table} {alias} "
-                    f"ON {alias}.id = {fts}.rowid WHERE {fts} MATCH ? AND {scope} "
-                    f"ORDER BY {fts}.rowid DESC LIMIT 1 OFFSET ?",
-                    (fts_query, *scope_params, relevance_window - 1),
-                ).fetchone()
-                sql = select + (f" AND {fts}.rowid >= ?" if floor else "")
-                sql += " ORDER BY 8 LIMIT ?"
-                params = [fts_query, *scope_params, *([floor[0]] if floor else []), limit]
-                rows = self._conn.execute(sql, params).fetchall()
+                rows = self._ranked(select, fts, fts_query, scope_params, limit, window)
+                if all_terms:  # holding every word: in the pool whatever its bm25
+                    every = self._ranked(select, fts, all_terms, scope_params, limit, window)
+                    ids = {r[0] for r in every}
+                    rows = [*every, *(r for r in rows if r[0] not in ids)][:limit]
             else:
                 sql = select + f" ORDER BY {fts}.rowid DESC LIMIT ?"
                 rows = self._conn.execute(sql, [fts_query, *scope_params, limit]).fetchall()
@@ -594,6 +606,23 @@ class SqliteStore(StoreCommon):
         return [
             SearchHit(kind, r[0], r[1], r[2], r[3], r[4], r[5], r[6], float(r[7])) for r in rows
         ]
+
+    def _ranked(
+        self,
+        select: str,
+        fts: str,
+        fts_query: str,
+        scope_params: list[Any],
+        limit: int,
+        window: Callable[[str], Any],
+    ) -> list[Any]:
+        """The best ``limit`` rows of ``select`` for ``fts_query`` by bm25 among its newest
+        ``relevance_window`` matches."""
+        floor = window(fts_query)
+        sql = select + (f" AND {fts}.rowid >= ?" if floor else "")
+        sql += " ORDER BY 8 LIMIT ?"
+        params = [fts_query, *scope_params, *([floor[0]] if floor else []), limit]
+        return self._conn.execute(sql, params).fetchall()
 
     def snippets(
         self,

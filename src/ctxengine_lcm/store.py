@@ -235,6 +235,7 @@ class LcmStore(Protocol):
         relevance_window: int,
         whole_chars: int = 1000,
         preview_chars: int | None = None,
+        all_terms: str | None = None,
     ) -> list[SearchHit]: ...
     def snippets(
         self,

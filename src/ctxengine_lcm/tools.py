@@ -290,6 +290,13 @@ class ToolRunner:
         preview = cfg.grep_whole_text_chars * _PREVIEW_FACTOR if by_relevance else None
         if query.dropped:
             result["terms_dropped"] = query.dropped
+        # Relevance also ranks the matches of every term over the whole history: the window
+        # of newest matches alone loses an old message whose words recur later.
+        every = (
+            " AND ".join(query.operands)
+            if by_relevance and not query.explicit and len(query.operands) > 1
+            else None
+        )
         hits: list[SearchHit] = []
         for target in targets:
             if not budget.spend():
@@ -297,6 +304,7 @@ class ToolRunner:
             hits += self.store.search_fulltext(
                 access.conversation_ids, query.expression, target, since, until, wanted,
                 by_relevance, cfg.grep_relevance_window, cfg.grep_whole_text_chars, preview,
+                all_terms=every,
             )  # fmt: skip
         result["matched"] = "as written" if query.explicit else "any term"
         result["_fts_query"] = query.expression

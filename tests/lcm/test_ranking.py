@@ -60,3 +60,22 @@ def test_folding_keeps_the_best_member_and_lists_the_rest_in_order():
     assert [h.id for h in groups[0].similar] == [2, 4] and groups[1].similar == ()
     assert len(fold_similar(ranked, threshold=1.5, groups=10)) == 4
     assert [g.hit.id for g in fold_similar(ranked, threshold=1.5, groups=2)] == [1, 2]
+
+
+def test_the_substring_prefilter_agrees_with_the_exact_word_regex():
+    """The fast test rules out only what the regex would not match (#17)."""
+    from ctxengine_lcm.ranking import _exact_pattern, _held, _needle
+
+    terms = [("service", False), ("key", False), ("servic", True), ("service key", False)]
+    patterns = [_exact_pattern(t, p) for t, p in terms]
+    needles = [_needle(t) for t, _ in terms]
+    texts = [
+        "The SERVICE key is here",
+        "services keyed",
+        "\u017fervice key (long s folds to s)",
+        "KEY: Service-Key",
+        "nothing here",
+        "ключ service",
+    ]
+    for text in texts:
+        assert _held(text, patterns, needles) == [p.search(text) is not None for p in patterns]

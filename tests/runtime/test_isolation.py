@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from ctxengine_host.isolation import CallTimeout, WorkerPool
+from ctxengine_host.engine import ContextEngine
+from ctxengine_host.isolation import CallTimeout, EngineHandle, WorkerPool
 
 from .conftest import config
 from .engines import RELEASE, RecordingEngine
@@ -199,3 +200,56 @@ def test_a_summarizer_failure_aborts_the_compaction_without_quarantine(make_host
     assert not event.ok and "401" in event.detail
     assert session.messages() == before
     assert QuarantineLog().records() == [] and session.guard.mode == "normal"
+
+
+class MinimalEngine(ContextEngine):
+    """The required methods only: every optional hook is the base class's default."""
+
+    name = "minimal"
+
+    def __init__(self, config=None, context=None):
+        self.hang = False
+        self.release = threading.Event()
+
+    def update_from_response(self, usage):
+        pass
+
+    def should_compress(self, prompt_tokens=None):
+        if self.hang:
+            self.release.wait(10)
+        return False
+
+    def compress(self, messages, current_tokens=None, focus_topic=None, force=False):
+        return messages
+
+
+def test_a_default_runs_inline_but_an_engine_method_keeps_its_timeout(make_host):
+    """Base-class defaults run only our code: no thread hop. The engine's own methods still
+    run on a worker under their timeout (a hang falls back to the default engine)."""
+    engine = MinimalEngine()
+    host = make_host(engine, cfg=config(hook_timeout=0.2))
+    session = host.open_session("s")
+    assert session.guard.handle.inline >= {"update_model", "get_tool_schemas"}
+    assert not session.guard.handle.inline & {"should_compress", "update_from_response"}
+    workers = host.pool.created
+    for _ in range(20):
+        assert session.engine_call("get_tool_schemas") == []
+        session.engine_call("update_model", model="gpt-4", context_length=8192)
+    assert host.pool.created == workers and host.pool.stuck == 0
+    engine.hang = True
+    session.add_user_message("x")
+    started = time.monotonic()
+    session.record_response(
+        {"role": "assistant", "content": "y"}, {"prompt_tokens": 1, "completion_tokens": 1}
+    )
+    assert time.monotonic() - started < 5
+    assert session.guard.mode == "fallback"  # the hung should_compress timed out
+    engine.release.set()
+
+
+def test_observed_or_overridden_hooks_are_never_inline(make_host):
+    engine = RecordingEngine()  # overrides nearly every optional hook
+    handle = make_host(engine).open_session("s").guard.handle
+    assert handle.inline <= {"update_model"} and not handle.inline & handle.implemented
+    observed = EngineHandle(MinimalEngine(), "minimal", is_default=False, observers=[object()])
+    assert observed.inline == frozenset()

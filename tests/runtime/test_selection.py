@@ -7,10 +7,11 @@ import json
 import pytest
 
 from ctxengine_host import views
+from ctxengine_host.engine import ContextEngine
 from ctxengine_host.models import PERSISTENCE_ONLY_FIELDS, AssembleResult
 from ctxengine_host.tokens import TokenCounter
 from ctxengine_host.validity import sequence_problems
-from ctxengine_host.views import MessagesView
+from ctxengine_host.views import CopyOnWriteMessages, MessagesView
 
 from .engines import OwnsCompactionEngine, RecordingEngine
 
@@ -269,8 +270,15 @@ def test_a_request_copies_a_constant_number_of_messages_whatever_the_history(
     assert 0 < small == large
 
 
-def test_compress_still_gets_a_private_deep_copy_nested_lists_included(make_host):
-    engine = RecordingEngine()
+class NoIngestEngine(RecordingEngine):
+    """Keeps no history of its own (no ``ingest``): its ``compress`` result is the history."""
+
+    name = "no-ingest"
+    ingest = ContextEngine.ingest
+
+
+def vandal_compress(engine) -> list:
+    """Make ``engine.compress`` deface everything it is given; the inputs it got."""
     received = []
 
     def vandal(messages):
@@ -279,18 +287,53 @@ def test_compress_still_gets_a_private_deep_copy_nested_lists_included(make_host
             for call in m.get("tool_calls") or ():
                 call["function"]["name"] = "vandalised"
             m["content"] = "overwritten"
+        messages.pop(0)
+        messages.append({"role": "user", "content": "planted"})
+        messages[0] = {"role": "user", "content": "replaced"}
         return None
 
     engine.compress_result = vandal
+    return received
+
+
+def compact_a_tool_call(make_host, engine):
     session = make_host(engine).open_session("s")
     session.add_user_message("call it")
     call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
     session.record_response({"role": "assistant", "content": None, "tool_calls": [call]}, USAGE)
     before = session.messages()
     session.compact()
+    return session, before
+
+
+def test_compress_of_an_engine_without_history_gets_a_private_deep_copy(make_host):
+    engine = NoIngestEngine()
+    received = vandal_compress(engine)
+    session, before = compact_a_tool_call(make_host, engine)
     assert isinstance(received[0], list)
     assert session.messages() == before
     assert [r.message for r in session.host.store.live("s")] == before
+
+
+def test_compress_of_an_engine_owning_its_history_gets_a_copy_on_write_view(make_host, monkeypatch):
+    """No copy of the whole live view: items are copied when read, list edits go to a
+    private copy, and a careless engine still cannot change the live view or the store."""
+    engine = RecordingEngine()  # implements ingest: it was given every message already
+    received = vandal_compress(engine)
+    copied = []
+    monkeypatch.setattr(views, "copy_message", lambda m: copied.append(m) or real_copy(m))
+    session, before = compact_a_tool_call(make_host, engine)
+    messages_copied = [m for m in copied if isinstance(m, dict) and "role" in m]
+    # One copy per message read, and one at the first list edit for the private list;
+    # none up front.
+    assert len(messages_copied) == 2 * len(before)
+    assert isinstance(received[0], CopyOnWriteMessages)
+    assert [m["content"] for m in received[0]] == ["replaced", "planted"]  # its own edits
+    assert session.messages() == before
+    assert [r.message for r in session.host.store.live("s")] == before
+
+
+real_copy = views.copy_message
 
 
 # -- problem 3: a selection of stored messages is counted from the cache

@@ -54,6 +54,24 @@ def test_engine_context_counts_text_messages_and_lists(make_host):
     assert host.summarizer.stats["calls"] == 1
 
 
+def test_a_text_counted_by_host_and_engine_is_encoded_once():
+    """The host counts a message when it commits it and an engine again when it stores
+    it (a copy sharing the strings): the second count must not run the tokenizer."""
+    counter = TokenCounter("gpt-4")
+    message = {"role": "tool", "tool_call_id": "c1", "content": "line of output\n" * 200}
+    first = counter.count_message(message)
+    encoded = []
+    real = counter.encoder.encode
+    counter._encoder = type(
+        "Spy", (), {"encode": lambda s, t, **k: encoded.append(t) or real(t, **k)}
+    )()
+    copy = {**message}
+    assert counter.count_message(copy) == first
+    assert encoded == []
+    assert counter.count_text("a new text") == real("a new text", disallowed_special=()).__len__()
+    assert encoded == ["a new text"]
+
+
 # Images and every field on the wire (issue #13, item 12).
 
 

@@ -59,6 +59,8 @@ class HostView:
         #: Fingerprints of the messages of the list last seen, by object: a host passes
         #: the same dicts turn after turn, so each is fingerprinted once.
         self._prints: dict[int, tuple[Any, str]] = {}
+        #: The message objects of the list last seen (``_known`` are their fingerprints).
+        self._objects: list[Any] = []
 
     def reset(self, session_id: str) -> None:
         self.session_id = session_id
@@ -66,6 +68,18 @@ class HostView:
         self._produced = set()
         self._ordinal = 0
         self._prints = {}
+        self._objects = []
+
+    def _appended_to_last(self, messages: Sequence[Any]) -> bool:
+        """True when ``messages`` is the list last seen, same objects, plus new ones at the
+        end: its first message and the last :data:`ALIGN_RUN` known ones are where they
+        were. A message rewritten in place further back is then never new, which is also
+        what the full comparison concludes (the known tail is found where it was)."""
+        objects = self._objects
+        if not objects or len(messages) < len(objects) or messages[0] is not objects[0]:
+            return False
+        tail = range(max(1, len(objects) - ALIGN_RUN), len(objects))
+        return all(messages[i] is objects[i] for i in tail)
 
     def _fingerprints(self, messages: Sequence[Any]) -> list[str]:
         cache = self._prints
@@ -80,10 +94,22 @@ class HostView:
         return prints
 
     def take_new(self, messages: Sequence[Any]) -> list[Message]:
-        """The messages of ``messages`` not seen before, stamped with uids; the view moves on."""
+        """The messages of ``messages`` not seen before, stamped with uids; the view moves on.
+
+        A host that appended to the list it showed last costs only the new messages: the
+        history is neither walked nor fingerprinted again."""
         messages = without_system_prompt(messages)
-        prints = self._fingerprints(messages)
-        start = self._new_from(prints)
+        if self._appended_to_last(messages):
+            start = len(self._objects)
+            added = messages[start:]
+            prints = self._known  # extended in place: O(new messages)
+            prints.extend(fingerprint(m) for m in added)
+            self._objects.extend(added)
+            self._prints.update((id(m), (m, p)) for m, p in zip(added, prints[start:], strict=True))
+        else:
+            prints = self._fingerprints(messages)
+            start = self._new_from(prints)
+            self._objects = list(messages)
         fresh: list[Message] = []
         for index in range(start, len(messages)):
             message = messages[index]
@@ -100,7 +126,9 @@ class HostView:
     def returned(self, messages: Sequence[Any], produced: Sequence[Any] = ()) -> None:
         """The host will hold ``messages`` next (what ``compress`` returned); ``produced``
         are the engine's own messages among them (summaries), never stored as raw."""
-        self._known = self._fingerprints(without_system_prompt(messages))
+        kept = without_system_prompt(messages)
+        self._known = self._fingerprints(kept)
+        self._objects = list(kept)
         self._produced.update(fingerprint(m) for m in produced)
 
     def _new_from(self, prints: list[str]) -> int:

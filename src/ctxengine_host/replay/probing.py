@@ -57,6 +57,7 @@ def evaluate_probes(
     context = request_text(final_request)
     search_tool = _first_tool(engine_tools, ("grep", "search"))
     expand_tool = _first_tool(engine_tools, ("expand", "describe"))
+    pieces = _session_pieces(parsed) if search_tool is not None and expand_tool else []
     results = []
     for probe in probes:
         result = ProbeResult(
@@ -68,7 +69,7 @@ def evaluate_probes(
             in_context=probe.answer in context,
         )
         if search_tool is not None:
-            _check_tools(result, probe, parsed, session, search_tool, expand_tool)
+            _check_tools(result, probe, pieces, session, search_tool, expand_tool)
         results.append(result)
     return results
 
@@ -103,7 +104,7 @@ def _call(session: Any, tool: dict[str, Any], args: dict[str, Any]) -> Any:
 def _check_tools(
     result: ProbeResult,
     probe: Probe,
-    parsed: ParsedSession,
+    pieces: list[str],
     session: Any,
     search_tool: dict[str, Any],
     expand_tool: dict[str, Any] | None,
@@ -131,7 +132,7 @@ def _check_tools(
         result.expand_verbatim = False
         result.detail = "the search result names no message id to expand"
         return
-    holders = _answer_holders(parsed, probe.answer)
+    holders = [piece for piece in pieces if probe.answer in piece]
     id_arg = _argument_name(expand_tool, ("message_uid", "id", "uid", "message_id", "ref"))
     for ident in hit_ids[:3]:
         expanded = _strings(_call(session, expand_tool, {id_arg: ident}))
@@ -142,12 +143,10 @@ def _check_tools(
     result.detail = "the expanded message differs from the planted one"
 
 
-def _answer_holders(parsed: ParsedSession, answer: str) -> list[str]:
-    """The decoded pieces (content, argument values) of every session message that hold
-    ``answer``: giving back any of them verbatim is a verbatim recovery."""
-    return [
-        piece for message in parsed.messages for piece in message_pieces(message) if answer in piece
-    ]
+def _session_pieces(parsed: ParsedSession) -> list[str]:
+    """The decoded pieces (content, argument values) of every session message, decoded once
+    per replay: a piece holding a probe's answer given back verbatim is a verbatim recovery."""
+    return [piece for message in parsed.messages for piece in message_pieces(message)]
 
 
 def _strings(value: Any) -> list[str]:

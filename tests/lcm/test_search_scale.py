@@ -1,0 +1,62 @@
+"""Relevance search reaches the whole history, however often its words recur later (#17)."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import make_engine
+
+
+def ingest(engine, session, texts):
+    engine.ingest(
+        session,
+        [
+            {"role": "user", "content": t, "message_uid": f"{session}-{n}"}
+            for n, t in enumerate(texts)
+        ],
+    )
+
+
+def test_an_old_message_holding_every_word_outranks_a_window_of_later_matches(tmp_path, database):
+    engine = make_engine(tmp_path, database=database, session="s", grep_relevance_window=100)
+    fact = "PASS: the amber service key is K007Z"
+    later = [f"handler {n}: amber lint clean, retry {n}" for n in range(400)]
+    ingest(engine, "s", [fact, *later])
+    raw = engine.handle_tool_call("lcm_grep", {"pattern": "amber service key", "limit": 10})
+    out = json.loads(raw)
+    assert out["results"][0]["snippet"] == fact
+    recency = json.loads(
+        engine.handle_tool_call("lcm_grep", {"pattern": "amber service key", "sort": "recency"})
+    )
+    assert fact not in [r["snippet"] for r in recency["results"]]  # newest first, as before
+    engine.dispose()
+
+
+def test_a_tool_output_holding_every_word_is_in_the_pool_however_low_its_bm25(tmp_path, database):
+    """Short messages holding one query word outscore a long tool output holding all of
+    them (bm25 favours short texts; tool outputs weigh less): more of them than the pool
+    holds must not push it out."""
+    engine = make_engine(tmp_path, database=database, session="s", grep_rerank_pool=50)
+    log = " ".join(f"line{n} ok" for n in range(60))
+    fact = {
+        "role": "tool",
+        "tool_call_id": "c1",
+        "content": f"PASS: the amber service key is K007Z; {log}",
+        "message_uid": "s-fact",
+    }
+    call = {"id": "c1", "type": "function", "function": {"name": "run", "arguments": "{}"}}
+    engine.ingest(
+        "s",
+        [
+            {"role": "assistant", "content": "", "tool_calls": [call], "message_uid": "s-call"},
+            fact,
+        ],
+    )
+    ingest(
+        engine, "s", [f"step {n}: lint ok" if n % 5 else f"step {n} (amber)" for n in range(3000)]
+    )
+    out = json.loads(
+        engine.handle_tool_call("lcm_grep", {"pattern": "amber service key", "limit": 10})
+    )
+    assert any("K007Z" in r["snippet"] for r in out["results"])
+    engine.dispose()
