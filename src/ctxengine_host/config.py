@@ -118,9 +118,28 @@ def parse_config(text: str, origin: str = "<string>") -> CtxConfig:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{origin}: invalid TOML: {exc}. Fix the syntax at that spot.") from exc
     try:
-        return CtxConfig.model_validate(raw)
+        # Strict: a value of the wrong TOML type ("4096", "false") is an error, not coerced.
+        config = CtxConfig.model_validate(raw, strict=True)
     except ValidationError as exc:
         raise ConfigError(f"{origin}: {describe_validation_error(exc)}") from exc
+    problems = engine_block_problems(config.engines)
+    if problems:
+        raise ConfigError(f"{origin}: {'; '.join(problems)}")
+    return config
+
+
+def engine_block_problems(engines: dict[str, Any]) -> list[str]:
+    """The host's key in each ``[engines.<name>]`` block, ``enabled``, must be a boolean
+    (the rest of the block is the engine's to validate)."""
+    problems = []
+    for name, block in engines.items():
+        value = block.get("enabled", True)
+        if not isinstance(value, bool):
+            problems.append(
+                f"key 'engines.{name}.enabled': must be true or false, without quotes "
+                f"(got {value!r})"
+            )
+    return problems
 
 
 def describe_validation_error(exc: ValidationError) -> str:
