@@ -3,6 +3,7 @@ stderr for warnings, -v/-q, completion, exit codes, strict config, unknown engin
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -11,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from ctxengine_host.cli import build_parser
-from ctxengine_host.cli.completion import command_tree
 
 from .test_cli import cli  # noqa: F401  (the fixture)
 
@@ -22,7 +22,17 @@ SELECTING = {"engines", "doctor", "config show", "replay"}
 
 
 def command_paths() -> list[str]:
-    return [node.path for node in command_tree(build_parser()).walk() if node.path]
+    """Every command and sub-action, ``config show`` included, read from the parser."""
+
+    def walk(prefix: str, parser: argparse.ArgumentParser) -> list[str]:
+        found = [prefix] if prefix else []
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    found += walk(f"{prefix} {name}".strip(), sub)
+        return found
+
+    return walk("", build_parser())
 
 
 def test_every_command_has_a_description_and_an_example(cli):  # noqa: F811
