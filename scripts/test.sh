@@ -22,6 +22,7 @@ timed "wheelhouse" bash scripts/build-wheelhouse.sh "$CTXENGINE_WHEELHOUSE"
 timed "framework env agents" bash scripts/framework-env.sh agents
 timed "framework env importers" bash scripts/framework-env.sh importers
 timed "framework env hermes" bash scripts/framework-env.sh hermes
+timed "framework env gateway (node 24, openclaw, our plugin)" bash scripts/gateway-env.sh
 
 start=$(date +%s)
 set +e

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .configfile import CONFIG_ENV, LOCAL_CONFIG_NAME, find_config_file
+from .limits import InputLimitError, loads_toml
 
 __all__ = ["CONFIG_ENV", "LOCAL_CONFIG_NAME", "ConfigError", "find_config_file", "load_config"]
 
@@ -114,9 +115,11 @@ class LoadedConfig:
 def parse_config(text: str, origin: str = "<string>") -> CtxConfig:
     """Parse and validate config text; errors name ``origin``, the key and the expected type."""
     try:
-        raw = tomllib.loads(text)
+        raw = loads_toml(text, what=f"config file {origin}")
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{origin}: invalid TOML: {exc}. Fix the syntax at that spot.") from exc
+    except InputLimitError as exc:
+        raise ConfigError(f"{exc}; flatten it") from exc
     try:
         # Strict: a value of the wrong TOML type ("4096", "false") is an error, not coerced.
         config = CtxConfig.model_validate(raw, strict=True)

@@ -12,6 +12,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from .limits import InputLimitError, loads_toml
+
 CONFIG_ENV = "CTXENGINE_CONFIG"
 LOCAL_CONFIG_NAME = "ctxengine.toml"
 
@@ -52,9 +54,11 @@ def read_raw_config(path: Path | None, source: str = "flag") -> dict[str, Any]:
     except OSError as exc:
         raise RawConfigError(f"config file {path} cannot be read: {exc}") from exc
     try:
-        return tomllib.loads(text)
+        return loads_toml(text, what=f"config file {path}")
     except tomllib.TOMLDecodeError as exc:
         raise RawConfigError(f"{path}: invalid TOML: {exc}. Fix the syntax at that spot.") from exc
+    except InputLimitError as exc:
+        raise RawConfigError(f"{exc}; flatten it") from exc
 
 
 def raw_string(raw: dict[str, Any], section: str, key: str, origin: str) -> str | None:

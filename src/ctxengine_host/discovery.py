@@ -72,14 +72,27 @@ class PluginPolicy:
     def refusal(self, entry_name: str, distribution: str | None) -> str | None:
         """Why an entry may not be imported, or None when it may.
 
-        Directory engines have no distribution: the allowlist names them by engine name.
+        ``distribution`` is the installed distribution read from its metadata; only such
+        an entry can be one of ours. Directory engines (None) have no distribution: the
+        allowlist names them by engine name, and a directory engine whose manifest takes
+        the name of one of our distributions is never allowed by an allowlist (it would
+        pass for ours).
         """
         if entry_name in self.blocked:
             return f"blocked by {BLOCK_PLUGINS_ENV}; remove '{entry_name}' from it to allow it"
         if self.allowed is None:
             return None
-        key = normalize_distribution(distribution or entry_name)
-        if key in OUR_DISTRIBUTIONS or key in self.allowed:
+        if distribution is None:
+            key = normalize_distribution(entry_name)
+            if key in OUR_DISTRIBUTIONS:
+                return (
+                    f"directory engine '{entry_name}' takes the name of the installed "
+                    f"distribution '{key}'; rename it in its manifest and add the new name "
+                    f"to {LOAD_PLUGINS_ENV}"
+                )
+            if key in self.allowed:
+                return None
+        elif normalize_distribution(distribution) in OUR_DISTRIBUTIONS | self.allowed:
             return None
         return (
             f"'{distribution or entry_name}' is not in {LOAD_PLUGINS_ENV}; "

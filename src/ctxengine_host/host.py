@@ -577,7 +577,7 @@ def _engine_name(engine: object) -> str:
 def _check_session_id(session_id: str | None) -> str:
     if session_id is None:
         return uuid.uuid4().hex
-    if not isinstance(session_id, str) or not _SESSION_ID.match(session_id):
+    if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id):
         raise ValueError(
             f"invalid session id {session_id!r}: use 1-200 characters of letters, digits and "
             "._:/@- starting with a letter or digit (or None for a new random id)"

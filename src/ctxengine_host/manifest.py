@@ -18,6 +18,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from .limits import InputLimitError, loads_toml
+
 _STRING_KEYS = ("name", "version", "description", "display_name")
 #: A manifest is a few hundred bytes; anything past this is not one.
 MAX_MANIFEST_BYTES = 64 * 1024
@@ -47,9 +49,11 @@ def read_manifest(path: Path) -> dict[str, Any]:
         raise ManifestError(f"{path}: cannot be read: {exc}") from exc
     if path.suffix == ".toml":
         try:
-            data = tomllib.loads(text)
+            data = loads_toml(text, what=str(path))
         except tomllib.TOMLDecodeError as exc:
             raise ManifestError(f"{path}: invalid TOML: {exc}; fix the syntax there") from exc
+        except InputLimitError as exc:
+            raise ManifestError(f"{exc}; a manifest needs only flat keys") from exc
     else:
         data = parse_yaml_manifest(text, str(path))
     for key in _STRING_KEYS:

@@ -28,6 +28,7 @@ from .assembly import RequestAssembler, system_head
 from .compaction import Compactor
 from .faults import fault_point
 from .isolation import SKIPPED, EngineGuard
+from .limits import InputLimitError, check_nesting, loads_json
 from .live import LiveEntry, LiveView
 from .maintenance import Maintenance
 from .messages import strip_persistence_fields
@@ -605,20 +606,27 @@ class Session:
         """Run one of the engine's tools; always returns a JSON string."""
         with self._lock:
             self._check_open()
+            if not isinstance(name, str):
+                kind = type(name).__name__
+                return json.dumps({"error": f"tool name must be a string, not {kind}"})
             if isinstance(args, str):
                 try:
-                    args = json.loads(args) if args.strip() else {}
-                except ValueError as exc:
+                    args = loads_json(args, what="tool arguments") if args.strip() else {}
+                except ValueError as exc:  # invalid JSON, or past the nesting/size limits
                     return json.dumps({"error": f"tool arguments are not valid JSON: {exc}"})
             if args is None:
                 args = {}
             if not isinstance(args, dict):
                 return json.dumps({"error": "tool arguments must be a JSON object"})
+            try:
+                check_nesting(args, what="tool arguments")
+            except InputLimitError as exc:
+                return json.dumps({"error": f"{name}: {exc}"})
             if not self.guard.routes("handle_tool_call"):
-                return json.dumps({"error": f"Unknown context engine tool: {name}"})
+                return json.dumps({"error": f"Unknown context engine tool: {name[:80]}"})
             result = self.engine_call("handle_tool_call", name=name, args=args)
             if isinstance(result, str):
-                return result
+                return _as_json_text(result, self.guard)
             if isinstance(result, dict | list):
                 self.guard.note_invalid("handle_tool_call", "returned a dict, not a JSON string")
                 return json.dumps(result, default=str)
@@ -741,3 +749,14 @@ def _as_openai_tool(schema: dict[str, Any]) -> dict[str, Any]:
     if schema.get("type") == "function" and isinstance(schema.get("function"), dict):
         return schema
     return {"type": "function", "function": schema}
+
+
+def _as_json_text(result: str, guard: Any) -> str:
+    """An engine's tool result as JSON text: a result that is not JSON is wrapped (and
+    noted), so the caller can always parse what it gets."""
+    try:
+        json.loads(result)
+    except ValueError:
+        guard.note_invalid("handle_tool_call", "returned text that is not JSON")
+        return json.dumps({"result": result}, ensure_ascii=False)
+    return result

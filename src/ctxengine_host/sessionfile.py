@@ -14,11 +14,13 @@ docs/session-format.md.
 from __future__ import annotations
 
 import gzip
+import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from .limits import check_nesting, loads_json
 from .models import PERSISTENCE_ONLY_FIELDS
 from .shapes import (
     SHAPES,
@@ -36,6 +38,9 @@ HEAD_ROLES = ("system", "developer")
 USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "total_tokens")
 GZIP_MAGIC = b"\x1f\x8b"
 SESSION_SUFFIXES = (".jsonl.gz", ".json.gz", ".jsonl", ".json", ".gz")
+#: Largest session text read, after decompression: a small gzip file can expand a
+#: thousandfold, and the whole text is held in memory.
+MAX_SESSION_BYTES = 256 * 2**20
 
 Message = dict[str, Any]
 
@@ -151,8 +156,14 @@ def message_text(message: Message) -> str:
 
 
 def read_text(path: str | Path) -> str:
-    """The file's text, decompressed when it is gzip (detected by its magic bytes)."""
+    """The file's text, decompressed when it is gzip (detected by its magic bytes), at
+    most :data:`MAX_SESSION_BYTES` of it."""
     try:
+        if Path(path).stat().st_size > MAX_SESSION_BYTES:
+            raise SessionFileError(
+                f"{path}: larger than {MAX_SESSION_BYTES // 2**20} MiB; split the session "
+                "into smaller files"
+            )
         data = Path(path).read_bytes()
     except FileNotFoundError:
         raise
@@ -160,11 +171,17 @@ def read_text(path: str | Path) -> str:
         raise SessionFileError(f"{path}: cannot read the file: {exc}") from exc
     if data[:2] == GZIP_MAGIC:
         try:
-            data = gzip.decompress(data)
+            with gzip.GzipFile(fileobj=io.BytesIO(data)) as unpacked:
+                data = unpacked.read(MAX_SESSION_BYTES + 1)
         except (OSError, EOFError) as exc:
             raise SessionFileError(
                 f"{path}: the gzip data is corrupt ({exc}); re-compress the file"
             ) from exc
+    if len(data) > MAX_SESSION_BYTES:
+        raise SessionFileError(
+            f"{path}: more than {MAX_SESSION_BYTES // 2**20} MiB of session text (decompressed); "
+            "split the session into smaller files"
+        )
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -287,11 +304,13 @@ def _split_entries(text: str, parsed: ParsedSession) -> list[tuple[int, Any]]:
         if not raw.strip():
             continue
         try:
-            entries.append((number, json.loads(raw)))
+            entries.append((number, loads_json(raw, what="the line")))
         except json.JSONDecodeError as exc:
             parsed.problems.append(
                 Problem(number, f"invalid JSON: {exc.msg} at column {exc.colno}")
             )
+        except ValueError as exc:  # nested too deep; a number too long to convert
+            parsed.problems.append(Problem(number, f"{exc}; a message nests a few levels"))
     return entries
 
 
@@ -314,8 +333,13 @@ def _split_array(text: str, parsed: ParsedSession) -> list[tuple[int, Any]]:
             return entries
         try:
             value, end = decoder.raw_decode(text, pos)
+            check_nesting(value, what="the element")
         except json.JSONDecodeError as exc:
             parsed.problems.append(Problem(exc.lineno, f"invalid JSON: {exc.msg}"))
+            return entries
+        except (RecursionError, ValueError) as exc:  # nested too deep; a huge number
+            reason = exc if isinstance(exc, ValueError) else "the element is nested too deep"
+            parsed.problems.append(Problem(line_of(pos), f"{reason}"))
             return entries
         entries.append((line_of(pos), value))
         pos = _skip_space(text, end)

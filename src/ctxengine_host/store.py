@@ -331,28 +331,31 @@ class SQLiteTranscriptStore:
     def __init__(self, path: str | Path, *, lease_timeout: float | None = None) -> None:
         self.path = Path(path).expanduser()
         self.location = str(self.path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(
-            str(self.path), check_same_thread=False, isolation_level=None, timeout=30.0
-        )
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA foreign_keys=ON")
-        with self._lock:
-            try:
-                upgrade(self._db, TRANSCRIPT_SQLITE_SCHEMA, self.location)
-            except SchemaTooNew as exc:
-                self._db.close()
-                raise RuntimeError(f"{exc} ([store] path)") from None
-            (self.store_id,) = self._db.execute(
-                "SELECT value FROM meta WHERE key='store_id'"
-            ).fetchone()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(
+                str(self.path), check_same_thread=False, isolation_level=None, timeout=30.0
+            )
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA foreign_keys=ON")
+            with self._lock:
+                try:
+                    upgrade(self._db, TRANSCRIPT_SQLITE_SCHEMA, self.location)
+                except SchemaTooNew as exc:
+                    self._db.close()
+                    raise RuntimeError(f"{exc} ([store] path)") from None
+                (self.store_id,) = self._db.execute(
+                    "SELECT value FROM meta WHERE key='store_id'"
+                ).fetchone()
+        except (OSError, sqlite3.Error) as exc:
+            raise TranscriptStoreError(store_failure(self.path, exc)) from exc
         timeout = lease_timeout if lease_timeout is not None else lease_timeout_seconds()
         self._leases = SessionLeases(self.path, timeout)
 
     def _transaction(self) -> _Transaction:
-        return _Transaction(self._db, self._lock)
+        return _Transaction(self._db, self._lock, self.path)
 
     # Sessions.
 
@@ -617,23 +620,54 @@ def session_from_row(row: Sequence[Any], created: bool = False) -> SessionRow:
 class _Transaction:
     """``BEGIN IMMEDIATE`` … ``COMMIT`` under the store lock; rollback on error; re-entrant."""
 
-    def __init__(self, db: sqlite3.Connection, lock: threading.RLock) -> None:
+    def __init__(self, db: sqlite3.Connection, lock: threading.RLock, path: Path) -> None:
         self._db = db
         self._lock = lock
+        self._path = path
         self._outer = False
 
     def __enter__(self) -> None:
         self._lock.acquire()
         self._outer = not self._db.in_transaction
         if self._outer:
-            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                self._lock.release()
+                raise TranscriptStoreError(store_failure(self._path, exc)) from exc
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         try:
             if self._outer:
-                self._db.execute("ROLLBACK" if exc_type else "COMMIT")
+                try:
+                    if exc_type is not None and self._db.in_transaction:
+                        self._db.execute("ROLLBACK")
+                    elif exc_type is None:
+                        self._db.execute("COMMIT")
+                except sqlite3.Error as failure:
+                    if self._db.in_transaction:
+                        self._db.execute("ROLLBACK")
+                    raise TranscriptStoreError(store_failure(self._path, failure)) from failure
+                if isinstance(exc, sqlite3.OperationalError):
+                    raise TranscriptStoreError(store_failure(self._path, exc)) from exc
         finally:
             self._lock.release()
+
+
+class TranscriptStoreError(RuntimeError):
+    """The transcript store's file cannot be written or read; the message names the file."""
+
+
+def store_failure(path: Path, exc: BaseException) -> str:
+    """What went wrong with the store file at ``path`` and what to do about it."""
+    text = str(exc)
+    if "full" in text or getattr(exc, "errno", None) == 28:
+        fix = "free disk space there, or point [store] path at another disk"
+    elif "readonly" in text or "read-only" in text or isinstance(exc, PermissionError):
+        fix = "make the file and its directory writable, or point [store] path elsewhere"
+    else:
+        fix = "check the file and its directory, or point [store] path elsewhere"
+    return f"transcript store {path}: {text}; {fix}"
 
 
 def open_store(location: str | Path | None = None) -> TranscriptStore:

@@ -53,6 +53,13 @@ class LcmConfig(BaseModel):
     grep_max_rows_scanned: int = Field(20_000, ge=1)
     grep_regex_timeout_seconds: float = Field(2.0, gt=0)
     grep_max_pattern_chars: int = Field(1_000, ge=1)
+    #: Time one lcm_grep call may take; past it the call returns what it found, marked
+    #: partial. Keep it below [compression] hook_timeout_seconds.
+    grep_time_budget_seconds: float = Field(3.0, gt=0)
+    #: Distinct full-text terms searched per call (the rest are dropped, marked partial).
+    grep_max_terms: int = Field(64, ge=1)
+    #: Store statements one lcm_grep call may run (searches, snippets, inner hits).
+    grep_max_statements: int = Field(2_000, ge=10)
     #: Hits on texts up to this size are returned whole, longer ones as a snippet.
     grep_whole_text_chars: int = Field(600, ge=0)
     #: Relevance ranking looks at this many of the newest full-text matches at most.

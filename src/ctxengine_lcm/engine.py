@@ -22,6 +22,7 @@ from typing import Any
 
 from ctxengine_host.context import EngineContext
 from ctxengine_host.engine import ContextEngine
+from ctxengine_host.limits import loads_json
 from ctxengine_host.models import (
     AssembleResult,
     BootstrapResult,
@@ -743,20 +744,19 @@ class LcmEngine(ContextEngine):
         return json.loads(json.dumps(TOOL_SCHEMAS))
 
     def handle_tool_call(self, name: str, args: dict[str, Any], **kwargs: Any) -> str:
-        """Run a recall tool; every failure is a JSON error, never an exception."""
-        if name not in TOOL_NAMES:
-            return json.dumps({"error": f"Unknown context engine tool: {name}"})
+        """Run a recall tool; bad arguments are a JSON error naming the argument."""
+        if not isinstance(name, str) or name not in TOOL_NAMES:
+            return json.dumps({"error": f"Unknown context engine tool: {str(name)[:80]}"})
         if isinstance(args, str):
             try:
-                args = json.loads(args) if args.strip() else {}
-            except json.JSONDecodeError as exc:
+                args = loads_json(args, what="the arguments") if args.strip() else {}
+            except ValueError as exc:  # invalid JSON, or nested/sized past the limits
                 return json.dumps({"error": f"{name}: arguments are not valid JSON: {exc}"})
-        try:
-            runner = ToolRunner(self.store, self.settings, self.context.count_tokens)
-            result = runner.run(name, args, self._access())
-        except Exception as exc:  # a tool must never take the agent down
-            _log.exception("lcm: tool %s failed", name)
-            result = {"error": f"{name} failed: {type(exc).__name__}: {exc}"}
+        # Bad arguments, a spent budget and no match answer as JSON (ToolRunner.run); any
+        # other exception is a fault of the engine and goes to the host's fault table
+        # (docs/reliability.md, rule (a)).
+        runner = ToolRunner(self.store, self.settings, self.context.count_tokens)
+        result = runner.run(name, args, self._access())
         return json.dumps(result, ensure_ascii=False)
 
     def _access(self) -> Access:

@@ -78,6 +78,38 @@ def _upgrade_v2(conn: Any) -> None:
     )
 
 
+#: Characters PostgreSQL's parser keeps inside one token (a path ``legacy/SZHY_3.cfg``, a
+#: host, an address, a version number), so a fragment of it is no lexeme of its own. Texts
+#: and queries both read them as spaces, as SQLite's unicode61 tokenizer does: every part
+#: is found, and the whole as all of its parts.
+TOKEN_JOINERS = "/\\.@:~"
+_JOINER_SPACES = " " * len(TOKEN_JOINERS)
+_SPLIT_JOINERS = str.maketrans(TOKEN_JOINERS, _JOINER_SPACES)
+
+
+def _indexed_text_sql(column: str) -> str:
+    return (
+        f"to_tsvector('{TS_CONFIG}', translate(left({column}, {_INDEXED_CHARS}), "
+        f"'{TOKEN_JOINERS}', '{_JOINER_SPACES}'))"
+    )
+
+
+def _reindex_step(table: str) -> str:
+    """Version 3: the tsvector of ``table`` split at :data:`TOKEN_JOINERS` (the column is
+    regenerated from the stored text; nothing else changes)."""
+    return f"""
+        ALTER TABLE {table} DROP COLUMN tsv;
+        ALTER TABLE {table} ADD COLUMN tsv tsvector
+            GENERATED ALWAYS AS ({_indexed_text_sql("content")}) STORED;
+        ALTER TABLE {table} ALTER COLUMN tsv SET STORAGE MAIN;
+        CREATE INDEX {table}_tsv ON {table} USING GIN(tsv) WITH (fastupdate = off);
+        DO $$ BEGIN
+            EXECUTE 'ALTER TABLE {table} ALTER COLUMN tsv SET COMPRESSION lz4';
+        EXCEPTION WHEN OTHERS THEN NULL;
+        END $$;
+    """
+
+
 LCM_SCHEMA = Schema(
     "lcm",
     (
@@ -180,7 +212,8 @@ LCM_SCHEMA = Schema(
         EXCEPTION WHEN OTHERS THEN NULL;
         END $$;
         """,
-        _upgrade_v2,
+        _upgrade_v2,  # 2: message identity (uid, digest)
+        _reindex_step("lcm_messages") + _reindex_step("lcm_summaries"),  # 3: path fragments
     ),
 )
 
@@ -203,14 +236,15 @@ def ts_query_sql(fts_query: str) -> tuple[str, list[str]]:
     params: list[str] = []
 
     def operand(term: Operand) -> str:
+        text = term.text.translate(_SPLIT_JOINERS)  # as the texts were indexed
         if term.prefix:
-            params.append("'" + term.text.replace("\\", "\\\\").replace("'", "''") + "':*")
+            params.append("'" + text.replace("\\", "\\\\").replace("'", "''") + "':*")
             # to_tsquery joins a split word's lexemes with <->; all of them are wanted.
             return (
                 f"regexp_replace(to_tsquery('{TS_CONFIG}', %s)::text, "
                 "' <(-|[0-9]+)> ', ' & ', 'g')::tsquery"
             )
-        params.append(term.text)
+        params.append(text)
         phrase = len(term.text.split()) > 1
         return f"{'phraseto_tsquery' if phrase else 'plainto_tsquery'}('{TS_CONFIG}', %s)"
 
@@ -514,8 +548,10 @@ class PgLcmStore(StoreCommon):
         limit: int,
         whole_chars: int,
         by_relevance: bool,
+        deadline: float | None = None,
     ) -> list[SearchHit]:
-        """Matching messages of one conversation's sequence range (a summary's span).
+        """Matching messages of one conversation's sequence range (a summary's span); one
+        statement, so ``deadline`` (checked by the caller between statements) is unused.
 
         Unprepared, like the other searches: psycopg prepares a statement on its fifth
         call, and five calls later the server may switch to a generic plan, which cannot

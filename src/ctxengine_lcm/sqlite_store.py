@@ -38,6 +38,18 @@ from .store_common import (
     message_from_row,
 )
 
+#: Longest prefix of a message that is indexed for full-text search (as on PostgreSQL):
+#: indexing costs time per character, and one 50 MB tool output would hold the ingest
+#: transaction for seconds. Regex search still reads whole texts.
+INDEXED_CHARS = 400_000
+#: Removes a deleted message from the index: exactly what was indexed.
+_DELETE_TRIGGER = f"""
+CREATE TRIGGER IF NOT EXISTS messages_fts_delete AFTER DELETE ON messages BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, content)
+        VALUES ('delete', old.id, substr(old.content, 1, {INDEXED_CHARS}));
+END;
+"""
+
 _SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS conversations(
@@ -133,9 +145,6 @@ CREATE VIRTUAL TABLE IF NOT EXISTS summaries_fts USING fts5(
 INSERT INTO messages_fts(messages_fts, rank) SELECT 'automerge', 8
     WHERE NOT EXISTS (SELECT 1 FROM messages_fts_config WHERE k = 'automerge');
 -- Message rows are indexed by append_messages in one set-based statement per batch.
-CREATE TRIGGER IF NOT EXISTS messages_fts_delete AFTER DELETE ON messages BEGIN
-    INSERT INTO messages_fts(messages_fts, rowid, content) VALUES ('delete', old.id, old.content);
-END;
 CREATE TRIGGER IF NOT EXISTS summaries_fts_insert AFTER INSERT ON summaries BEGIN
     INSERT INTO summaries_fts(rowid, content) VALUES (new.id, new.content);
 END;
@@ -143,6 +152,11 @@ CREATE TRIGGER IF NOT EXISTS summaries_fts_delete AFTER DELETE ON summaries BEGI
     INSERT INTO summaries_fts(summaries_fts, rowid, content) VALUES ('delete', old.id, old.content);
 END;
 """
+_SCHEMA_V1 += _DELETE_TRIGGER
+
+#: The ``meta`` key set on a store made before prefix indexing that holds a longer
+#: message: it keeps indexing whole texts, so that its delete trigger stays exact.
+_WHOLE_TEXT_KEY = "fts_whole_texts"
 
 _MESSAGES_FTS_DELETE = """
 CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
@@ -155,7 +169,11 @@ _V1_MESSAGE_COLUMNS = MESSAGE_COLUMNS.removesuffix(", digest")
 def _upgrade_v2(conn: sqlite3.Connection) -> None:
     """Version 2 (#13): a message's identity is (uid, digest). The table is rebuilt (SQLite
     cannot drop a UNIQUE constraint) with the same row ids, so the full-text index, the
-    lineage and the context items stay valid; each old row gets the digest of what it says."""
+    lineage and the context items stay valid; each old row gets the digest of what it says.
+    The delete trigger is restored as it was (whole-text or prefix indexing)."""
+    trigger = conn.execute(
+        "SELECT sql FROM sqlite_master WHERE type='trigger' AND name='messages_fts_delete'"
+    ).fetchone()
     conn.execute("DROP TRIGGER IF EXISTS messages_fts_delete")
     conn.execute(
         """CREATE TABLE messages_v2(
@@ -185,7 +203,7 @@ def _upgrade_v2(conn: sqlite3.Connection) -> None:
         )
     conn.execute("DROP TABLE messages")
     conn.execute("ALTER TABLE messages_v2 RENAME TO messages")
-    conn.execute(_MESSAGES_FTS_DELETE)
+    conn.execute(trigger[0] if trigger else _MESSAGES_FTS_DELETE)
 
 
 #: Append a step for every change of the stored data; never edit an old one.
@@ -257,6 +275,37 @@ class SqliteStore(StoreCommon):
                         "SQLite that includes FTS5"
                     ) from exc
                 raise
+            self._indexed = self._indexed_text_sql(conn)
+
+    @staticmethod
+    def _indexed_text_sql(conn: sqlite3.Connection) -> str:
+        """What of a message is indexed: its first INDEXED_CHARS characters, or the whole
+        text in a store made before prefix indexing that holds a longer message (its
+        delete trigger must stay exact). Such a store without one gets the prefix trigger
+        now: its rows are indexed the same either way."""
+        prefix = f"substr(content, 1, {INDEXED_CHARS})"
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            (trigger,) = conn.execute(
+                "SELECT sql FROM sqlite_master WHERE type='trigger' AND name='messages_fts_delete'"
+            ).fetchone()
+            if "substr" in trigger:
+                return prefix
+            whole = conn.execute(
+                "SELECT 1 FROM meta WHERE key=? UNION ALL SELECT 1 FROM messages "
+                f"WHERE length(content) > {INDEXED_CHARS} LIMIT 1",
+                (_WHOLE_TEXT_KEY,),
+            ).fetchone()
+            if whole is not None:
+                conn.execute(
+                    "INSERT OR IGNORE INTO meta(key, value) VALUES (?, '1')", (_WHOLE_TEXT_KEY,)
+                )
+                return "content"
+            conn.execute("DROP TRIGGER messages_fts_delete")
+            conn.execute(_DELETE_TRIGGER)
+            return prefix
+        finally:
+            conn.execute("COMMIT")
 
     def close(self) -> None:
         with self._lock:
@@ -339,8 +388,8 @@ class SqliteStore(StoreCommon):
             [(summary_id, n, ref) for n, ref in enumerate(refs)],
         )
 
-    @staticmethod
     def _insert_rows(
+        self,
         conn: sqlite3.Connection,
         conversation_id: int,
         fresh: list[NewMessage],
@@ -385,7 +434,7 @@ class SqliteStore(StoreCommon):
             )
         ]
         conn.execute(
-            "INSERT INTO messages_fts(rowid, content) SELECT id, content FROM messages "
+            f"INSERT INTO messages_fts(rowid, content) SELECT id, {self._indexed} FROM messages "
             "WHERE conversation_id=? AND seq BETWEEN ? AND ?",
             (conversation_id, first_seq, last_seq),
         )
@@ -525,11 +574,14 @@ class SqliteStore(StoreCommon):
         with self._lock:
             if by_relevance:
                 # Rank only the newest matches: bm25 over every match of a common term would
-                # cost time proportional to the history.
+                # cost time proportional to the history. The window is counted among the
+                # caller's matches (scope first): other sessions' matches must not push
+                # the caller's own out of it.
                 floor = self._conn.execute(
-                    f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? ORDER BY rowid DESC "
-                    "LIMIT 1 OFFSET ?",
-                    (fts_query, relevance_window - 1),
+                    f"SELECT {fts}.rowid FROM {fts} JOIN {table} {alias} "
+                    f"ON {alias}.id = {fts}.rowid WHERE {fts} MATCH ? AND {scope} "
+                    f"ORDER BY {fts}.rowid DESC LIMIT 1 OFFSET ?",
+                    (fts_query, *scope_params, relevance_window - 1),
                 ).fetchone()
                 sql = select + (f" AND {fts}.rowid >= ?" if floor else "")
                 sql += " ORDER BY 8 LIMIT ?"
@@ -574,6 +626,7 @@ class SqliteStore(StoreCommon):
         limit: int,
         whole_chars: int,
         by_relevance: bool,
+        deadline: float | None = None,
     ) -> list[SearchHit]:
         """Matching messages of one conversation's sequence range (a summary's span).
 
@@ -607,7 +660,7 @@ class SqliteStore(StoreCommon):
                     f"{select} ORDER BY messages_fts.rowid DESC LIMIT ?", [*params, limit]
                 ).fetchall()
                 return [SearchHit("message", r[0], r[1], r[2], r[3], r[4], r[5], -1) for r in rows]
-            held = self._terms_held(scope, params, fts_query)
+            held = self._terms_held(scope, params, fts_query, deadline)
             best = sorted(held, key=lambda r: (-held[r], -r))[:limit]
             hits = []
             for rowid in best:  # one rowid seek each (an IN list would scan the span)
@@ -620,8 +673,11 @@ class SqliteStore(StoreCommon):
                     )
             return hits
 
-    def _terms_held(self, scope: str, params: list[Any], fts_query: str) -> dict[int, int]:
-        """Query operands each of the newest matches holds, by rowid."""
+    def _terms_held(
+        self, scope: str, params: list[Any], fts_query: str, deadline: float | None = None
+    ) -> dict[int, int]:
+        """Query operands each of the newest matches holds, by rowid; at ``deadline`` the
+        operands not counted yet are left out (a coarser order, never an error)."""
         candidates = [
             r[0]
             for r in self._conn.execute(
@@ -635,6 +691,8 @@ class SqliteStore(StoreCommon):
             return held
         lo, hi = min(candidates), max(candidates)
         for operand in operands:
+            if deadline is not None and time.monotonic() >= deadline:
+                break
             for (rowid,) in self._conn.execute(
                 "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? "
                 "AND rowid BETWEEN ? AND ?",

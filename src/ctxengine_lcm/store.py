@@ -252,6 +252,7 @@ class LcmStore(Protocol):
         limit: int,
         whole_chars: int,
         by_relevance: bool,
+        deadline: float | None = None,
     ) -> list[SearchHit]: ...
     def scan_recent(
         self,

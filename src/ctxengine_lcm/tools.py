@@ -19,12 +19,28 @@ import regex
 from .config import LcmConfig
 from .ranking import fold_similar, query_terms, rerank
 from .render import iso_time, message_ref, summary_ref, verbatim_message
-from .search import QuerySyntaxError, fts_query, parse_time, regex_scan
+from .search import (
+    QuerySyntaxError,
+    WorkBudget,
+    fts_query,
+    parse_time,
+    query_operands,
+    regex_cost_problem,
+    regex_scan,
+)
 from .store import Grant, LcmStore, SearchHit, StoredMessage, StoredSummary
 
 _ID = re.compile(r"^(sum|msg)_(\d{1,18})$")
 _UID = re.compile(r"^[0-9a-fA-F]{32}$")
 _CHARS_PER_TOKEN_GUESS = 4
+#: An integer argument written as text: ASCII digits, an optional sign, at most 18 digits
+#: (a longer number has no meaning here and would overflow the stores' integers).
+_INT_TEXT = re.compile(r"^\s*[+-]?[0-9]{1,18}\s*\Z")
+_MAX_INT = 10**18
+#: What a regex may expand to when compiled (see search.regex_cost_problem): 100,000
+#: elements compile in about 40 ms; group nesting past 32 levels is refused too.
+_MAX_REGEX_WEIGHT = 100_000
+_MAX_REGEX_NESTING = 32
 #: Ancestors listed by lcm_describe (the covering context item is always named).
 _LINEAGE_SHOWN = 32
 #: Matching messages listed under a summary hit, and up to what size they are shown whole.
@@ -34,6 +50,12 @@ _INNER_WHOLE_CHARS = 300
 _DESCRIBE_SOURCES = 50
 #: Ids of folded near-duplicates listed under a relevance hit.
 _SIMILAR_IDS_SHOWN = 5
+#: Tokens reserved around a page of content for the keys and offsets of the result.
+_PAGE_ENVELOPE_TOKENS = 40
+#: The smallest whole result: ids, continuation offsets and the truncation mark fit.
+MIN_RESULT_TOKENS = 128
+#: lcm_describe's metadata always fits (its lineage and source ids are capped).
+MIN_DESCRIBE_TOKENS = 512
 #: Relevance ranks a long text by its first (this times grep_whole_text_chars) characters.
 _PREVIEW_FACTOR = 4
 
@@ -142,8 +164,14 @@ def _get(
         return default
     if isinstance(value, bool) and kind is not bool:
         raise ToolArgumentError(f"'{name}' must be {_type_name(kind)}, not a boolean")
-    if kind is int and isinstance(value, str) and value.strip().lstrip("-").isdigit():
+    if kind is int and isinstance(value, str):
+        if not _INT_TEXT.match(value):
+            raise ToolArgumentError(f"'{name}' must be an integer (got {value[:40]!r})")
         value = int(value)
+    if kind is int and isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if kind is int and isinstance(value, int) and abs(value) > _MAX_INT:
+        raise ToolArgumentError(f"'{name}' is out of range (at most {_MAX_INT})")
     if not isinstance(value, kind):
         raise ToolArgumentError(f"'{name}' must be {_type_name(kind)} (got {type(value).__name__})")
     if choices is not None and value not in choices:
@@ -206,26 +234,32 @@ class ToolRunner:
             raise ToolArgumentError(str(exc)) from None
         targets = ["messages", "summaries"] if scope == "both" else [scope]
         result: dict[str, Any] = {"pattern": pattern, "mode": mode, "scope": scope, "sort": sort}
+        budget = WorkBudget(
+            time.monotonic() + cfg.grep_time_budget_seconds, cfg.grep_max_statements
+        )
         if mode == "full_text":
             hits, folded = self._fulltext(
-                pattern, targets, since, until, limit, sort, access, result
+                pattern, targets, since, until, limit, sort, access, result, budget
             )
         else:
             folded = {}
             hits = self._regex(
-                pattern, ignore_case, targets, since, until, limit, sort, access, result
+                pattern, ignore_case, targets, since, until, limit, sort, access, result, budget
             )
         inner = result.pop("_fts_query", None)
-        parents = _covering_summaries(self.store, hits)
+        parents = _covering_summaries(self.store, hits) if budget.spend() else {}
         items = self._charge(
             [
-                self._hit_item(h, access, parents, inner, folded.get((h.kind, h.id), ()))
+                self._hit_item(h, access, parents, inner, folded.get((h.kind, h.id), ()), budget)
                 for h in hits
             ],
             access,
         )
         result["results"] = items
         result["count"] = len(items)
+        if budget.exhausted is not None or result.get("terms_dropped") or result.get("timed_out"):
+            result["partial"] = True
+            result["partial_reason"] = _partial_reason(budget, result, cfg)
         return result
 
     def _fulltext(
@@ -238,11 +272,12 @@ class ToolRunner:
         sort: str,
         access: Access,
         result: dict[str, Any],
+        budget: WorkBudget,
     ) -> tuple[list[SearchHit], dict[tuple[str, int], tuple[SearchHit, ...]]]:
         """The hits to show, and for relevance order the near-duplicates folded under each
         (keyed by kind and id)."""
         try:
-            query = fts_query(pattern)
+            query = fts_query(pattern, self.config.grep_max_terms)
         except QuerySyntaxError as exc:
             raise ToolArgumentError(f"'pattern': {exc}") from None
         if query is None:
@@ -253,8 +288,12 @@ class ToolRunner:
         # asks for snippets only for the hits it shows.
         wanted = max(limit, cfg.grep_rerank_pool) if by_relevance else limit
         preview = cfg.grep_whole_text_chars * _PREVIEW_FACTOR if by_relevance else None
+        if query.dropped:
+            result["terms_dropped"] = query.dropped
         hits: list[SearchHit] = []
         for target in targets:
+            if not budget.spend():
+                break
             hits += self.store.search_fulltext(
                 access.conversation_ids, query.expression, target, since, until, wanted,
                 by_relevance, cfg.grep_relevance_window, cfg.grep_whole_text_chars, preview,
@@ -273,14 +312,20 @@ class ToolRunner:
                 leaders.append(replace(group.hit, score=-group.relevance))
                 similar[(kind, group.hit.id)] = group.similar
         leaders.sort(key=lambda h: h.score or 0.0)
-        return self._with_snippets(_messages_first(leaders, limit), query.expression), similar
+        shown = _messages_first(leaders, limit)
+        return self._with_snippets(shown, query.expression, budget), similar
 
-    def _with_snippets(self, hits: list[SearchHit], expression: str) -> list[SearchHit]:
-        """``hits`` with each previewed long text replaced by its snippet."""
+    def _with_snippets(
+        self, hits: list[SearchHit], expression: str, budget: WorkBudget
+    ) -> list[SearchHit]:
+        """``hits`` with each previewed long text replaced by its snippet (out of budget:
+        its beginning)."""
         whole = self.config.grep_whole_text_chars
         snippets: dict[tuple[str, int], str] = {}
         for kind, target in (("message", "messages"), ("summary", "summaries")):
             long_ids = [h.id for h in hits if h.kind == kind and len(h.text) > whole]
+            if not long_ids or not budget.spend():
+                continue
             found = self.store.snippets(target, expression, long_ids, whole)
             snippets.update({(kind, i): text for i, text in found.items()})
         return [
@@ -301,13 +346,17 @@ class ToolRunner:
         sort: str,
         access: Access,
         result: dict[str, Any],
+        budget: WorkBudget,
     ) -> list[SearchHit]:
         cfg = self.config
+        problem = regex_cost_problem(pattern, _MAX_REGEX_WEIGHT, _MAX_REGEX_NESTING)
+        if problem is not None:
+            raise ToolArgumentError(f"'pattern' is too costly to compile: {problem}")
         try:
             compiled = regex.compile(pattern, regex.IGNORECASE if ignore_case else 0)
         except (regex.error, OverflowError, RecursionError) as exc:
             raise ToolArgumentError(f"'pattern' is not a valid regex: {exc}") from None
-        deadline = time.monotonic() + cfg.grep_regex_timeout_seconds
+        deadline = min(time.monotonic() + cfg.grep_regex_timeout_seconds, budget.deadline)
         per_target = max(1, cfg.grep_max_rows_scanned // len(targets))
         found: list[tuple[SearchHit, int]] = []
         scanned, timed_out, capped = 0, False, False
@@ -334,6 +383,7 @@ class ToolRunner:
         parents: dict[int, int],
         fts_query: str | None = None,
         similar: tuple[SearchHit, ...] = (),
+        budget: WorkBudget | None = None,
     ) -> dict[str, Any]:
         """One result; ``parents`` maps message hits to their covering summaries (read for
         all hits at once); ``similar`` are the near-duplicates folded under it."""
@@ -351,14 +401,19 @@ class ToolRunner:
         else:
             item["depth"] = hit.depth
         item["snippet"] = hit.text
-        if hit.kind == "summary" and fts_query is not None:
+        operands = len(query_operands(fts_query)) if fts_query is not None else 0
+        if (
+            hit.kind == "summary"
+            and fts_query is not None
+            and (budget is None or budget.spend(2 + operands))
+        ):
             # The verbatim messages under this summary that match too: ids to expand.
             summary = self.store.summary(hit.id)
             if summary is not None:
                 inner = self.store.search_within(
                     summary.conversation_id, summary.first_seq, summary.last_seq, fts_query,
                     _INNER_HITS, min(self.config.grep_whole_text_chars, _INNER_WHOLE_CHARS),
-                    by_relevance=True,
+                    by_relevance=True, deadline=budget.deadline if budget else None,
                 )  # fmt: skip
                 item["matching_messages"] = [
                     {"id": message_ref(h.id), "role": h.role, "seq": h.seq, "snippet": h.text}
@@ -404,6 +459,7 @@ class ToolRunner:
             }
             if include:
                 out["content"] = summary.content
+            limit = _get(args, "max_tokens", int, self.config.expand_default_tokens, minimum=1)
         else:
             message: StoredMessage = obj
             out = {
@@ -419,8 +475,9 @@ class ToolRunner:
                 "large_output": message.externalized,
                 "lineage": [summary_ref(s) for s in self._ancestors("message", message.id)],
             }
+            limit = _get(args, "max_tokens", int, self.config.expand_default_tokens, minimum=1)
             if include:
-                out.update(self._message_page(message, args))
+                out.update(self._message_page(message, args, _shell_tokens(out, self.count)))
         via = self._covering_item(kind, obj)
         out["in_active_context"] = via == out["id"]
         out["in_active_context_via"] = via
@@ -428,6 +485,8 @@ class ToolRunner:
         if grant is not None:
             out["_grant"] = grant.id
             out["session"] = grant.parent_session_id
+        limit = max(min(limit, self.config.expand_max_tokens), MIN_DESCRIBE_TOKENS)
+        out = bounded(out, limit, self.count)
         charged = self._charge([out], access)
         if not charged:
             return {"error": "sub-agent grant token cap reached; ask the parent agent instead"}
@@ -469,7 +528,7 @@ class ToolRunner:
         grant = access.grant_for(obj.conversation_id)
         if grant is not None:
             max_tokens = min(max_tokens, max(0, grant.token_cap - grant.tokens_used))
-            if max_tokens <= 0:
+            if grant.token_cap - grant.tokens_used < MIN_RESULT_TOKENS:
                 return {"error": "sub-agent grant token cap reached; ask the parent agent instead"}
         if kind == "message":
             if args.get("max_tokens") is None:
@@ -477,8 +536,12 @@ class ToolRunner:
                 if grant is not None:
                     max_tokens = min(max_tokens, grant.token_cap - grant.tokens_used)
             out = {"id": message_ref(obj.id), "kind": "message"}
-            out.update(self._message_page(obj, {**args, "max_tokens": max_tokens}))
-            return self._charge_expansion(out, grant)
+            out.update(
+                self._message_page(
+                    obj, {**args, "max_tokens": max_tokens}, _shell_tokens(out, self.count)
+                )
+            )
+            return self._charge_expansion(bounded(out, max_tokens, self.count), grant)
         summary: StoredSummary = obj
         start = _get(args, "start", int, 0, minimum=0)
         source_kind, source_ids = self.store.summary_source_ids(summary.id)
@@ -503,7 +566,8 @@ class ToolRunner:
                 if used + message.token_count > max_tokens:
                     if not out["items"]:  # a message larger than the cap alone: page it
                         item = {"id": message_ref(message.id), "seq": message.seq}
-                        item.update(self._message_page(message, {"max_tokens": max_tokens}))
+                        shell = _shell_tokens({**out, "items": [item]}, self.count)
+                        item.update(self._message_page(message, {"max_tokens": max_tokens}, shell))
                         out["items"].append(item)
                         index += 1
                     break
@@ -539,7 +603,7 @@ class ToolRunner:
                 used += cost
                 index += 1
         out["next_start"] = index if index < len(source_ids) else None
-        return self._charge_expansion(out, grant)
+        return self._charge_expansion(bounded(out, max_tokens, self.count), grant)
 
     def _charge_expansion(self, out: dict[str, Any], grant: Grant | None) -> dict[str, Any]:
         if grant is not None:
@@ -548,8 +612,11 @@ class ToolRunner:
             out["session"] = grant.parent_session_id
         return out
 
-    def _message_page(self, message: StoredMessage, args: dict[str, Any]) -> dict[str, Any]:
-        """The message verbatim; its content paged when it exceeds the token cap."""
+    def _message_page(
+        self, message: StoredMessage, args: dict[str, Any], shell_tokens: int = 0
+    ) -> dict[str, Any]:
+        """The message verbatim; its content paged so that the result, with the
+        ``shell_tokens`` around it, stays within the token cap."""
         max_tokens = _get(args, "max_tokens", int, self.config.expand_default_tokens, minimum=1)
         max_tokens = min(max_tokens, self.config.expand_max_tokens)
         offset = _get(args, "offset", int, 0, minimum=0)
@@ -557,9 +624,12 @@ class ToolRunner:
         if offset > len(text):
             raise ToolArgumentError(f"'offset' {offset} is past the end ({len(text)} characters)")
         verbatim = verbatim_message(message)
-        if offset == 0 and message.token_count <= max_tokens:
+        room = max_tokens - shell_tokens - _PAGE_ENVELOPE_TOKENS
+        if offset == 0 and message.token_count <= room:
             return {"message": verbatim, "total_chars": len(text), "next_offset": None}
-        page, next_offset = _page(text, offset, max_tokens, self.count)
+        others = {k: v for k, v in verbatim.items() if k != "content"}
+        room -= self.count(json.dumps(others, ensure_ascii=False))
+        page, next_offset = _page(text, offset, max(1, room), self.count)
         if isinstance(verbatim.get("content"), str):
             verbatim["content"] = page
         else:
@@ -622,6 +692,21 @@ class ToolRunner:
         return kept
 
 
+def _partial_reason(budget: WorkBudget, result: dict[str, Any], cfg: LcmConfig) -> str:
+    """Why a grep result is partial, and what to do about it."""
+    reasons = []
+    if result.get("terms_dropped"):
+        reasons.append(
+            f"only the first {cfg.grep_max_terms} distinct terms were searched "
+            f"({result['terms_dropped']} left out)"
+        )
+    if budget.exhausted == "time" or result.get("timed_out"):
+        reasons.append(f"the {cfg.grep_time_budget_seconds:g} s time budget ran out")
+    elif budget.exhausted == "work":
+        reasons.append(f"the work cap of {cfg.grep_max_statements} store statements was reached")
+    return "; ".join(reasons) + "; narrow the search (fewer words, since/until, scope)"
+
+
 def _covering_summaries(store: LcmStore, hits: list[SearchHit]) -> dict[int, int]:
     """The summary covering each message hit: read with the hit where the backend did so,
     the rest in one look-up."""
@@ -658,3 +743,59 @@ def _page(
         piece = piece[: int(len(piece) * 0.85)]
     end = offset + len(piece)
     return piece, (end if end < len(text) else None)
+
+
+def _shell_tokens(out: dict[str, Any], count: Callable[[str], int]) -> int:
+    """Tokens of a result before its paged content is added."""
+    return count(json.dumps(out, ensure_ascii=False))
+
+
+def bounded(out: dict[str, Any], max_tokens: int, count: Callable[[str], int]) -> dict[str, Any]:
+    """``out`` within ``max_tokens`` tokens of JSON (at least :data:`MIN_RESULT_TOKENS`):
+    the longest strings are cut (ending in "…") until it fits, and ``truncated`` says so.
+
+    Paging keeps a message's content within the cap; this is the backstop for everything
+    else a result carries (a summary's content, a tool call's arguments, other fields).
+    """
+    limit = max(max_tokens, MIN_RESULT_TOKENS) - 8  # room for the truncation mark
+    tokens = count(json.dumps(out, ensure_ascii=False))
+    if tokens <= limit + 8:
+        return out
+    out = json.loads(json.dumps(out, ensure_ascii=False))
+    longest = limit * _CHARS_PER_TOKEN_GUESS * 2
+    _cut_strings(out, longest + 1, longest)  # cheap first cut: no counting
+    for _ in range(12):
+        tokens = count(json.dumps(out, ensure_ascii=False))
+        top = max((len(text) for text in _strings(out)), default=0)
+        if tokens <= limit or top <= 16:
+            break
+        _cut_strings(out, top // 2, max(8, min(top // 2, int(top * 0.9 * limit / tokens))))
+    out["truncated"] = True
+    return out
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def _cut_strings(value: Any, min_chars: int, keep_chars: int) -> None:
+    """Cut, in place, every string in ``value`` of at least ``min_chars`` characters to
+    its first ``keep_chars``."""
+    if isinstance(value, dict):
+        items: Any = list(value.items())
+    elif isinstance(value, list):
+        items = list(enumerate(value))
+    else:
+        return
+    for key, item in items:
+        if isinstance(item, str):
+            if len(item) >= min_chars and len(item) > keep_chars:
+                value[key] = item[:keep_chars] + "…"
+        else:
+            _cut_strings(item, min_chars, keep_chars)

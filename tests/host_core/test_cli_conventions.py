@@ -18,7 +18,7 @@ from .test_cli import cli  # noqa: F401  (the fixture)
 ROOT = Path(__file__).resolve().parents[2]
 SESSION = ROOT / "examples" / "sessions" / "short-60.jsonl"
 #: The commands that select an engine, and so the only ones offering --engine.
-SELECTING = {"engines", "doctor", "config show", "replay"}
+SELECTING = {"engines", "doctor", "config show", "replay", "serve"}
 
 
 def command_paths() -> list[str]:
@@ -144,7 +144,7 @@ def test_an_unknown_engine_is_the_same_bad_input_from_any_source(cli, source):  
         config.write_text('[context]\nengine = "lcn"\n')
         origin = f"[context] engine in {config}"
     messages = set()
-    for command in (("replay", str(SESSION)), ("doctor",), ("engines",)):
+    for command in (("replay", str(SESSION)), ("doctor",), ("engines",), ("serve",)):
         result = cli(*command, *flag, env=env)
         assert result.returncode == 2, (command, result.stdout, result.stderr)
         [error] = [line for line in result.stderr.splitlines() if "ctxengine: error:" in line]

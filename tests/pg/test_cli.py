@@ -80,7 +80,10 @@ def test_migrate_creates_then_reports_current_and_doctor_shows_it(pg_database, t
     doctor = ctxengine("doctor", "--json", cwd=tmp_path)
     storage = json.loads(doctor.stdout)["storage"]
     assert storage["transcripts"]["backend"] == "postgresql"
-    assert storage["lcm"]["schema"]["lcm"] == {"applied": 2, "latest": 2, "current": True}
+    from ctxengine_lcm.pg_store import LCM_SCHEMA
+
+    latest = LCM_SCHEMA.latest
+    assert storage["lcm"]["schema"]["lcm"] == {"applied": latest, "latest": latest, "current": True}
     assert json.loads(doctor.stdout)["quarantine"]["path"].startswith("postgresql://")
 
 

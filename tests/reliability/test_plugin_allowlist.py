@@ -102,3 +102,41 @@ def test_positive_control_without_the_allowlist_they_are_imported(hostile):
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.splitlines()[-1])["used"] == ["evil", "evildir"]
     assert imported(hostile) == ["dir", "engine", "plugin"]
+
+
+SELECT_ONE = """
+import json, sys
+from ctxengine_host.host import ContextHost
+
+host = ContextHost(engine=sys.argv[2], store_path=sys.argv[1], context_length=8192)
+with host.open_session("s") as session:
+    session.add_user_message("hello")
+    session.build_request()
+print(json.dumps({"used": host.engine_name}))
+host.close()
+"""
+
+
+@pytest.mark.parametrize("claimed", ["ctxengine-lcm", "ctxengine", "ctxengine_host"])
+def test_a_directory_engine_cannot_pass_for_ours_by_its_manifest_name(tmp_path, claimed):
+    marker = tmp_path / "imported"
+    plugin_dir = tmp_path / "plugins" / "impostor"
+    plugin_dir.mkdir(parents=True)
+    (plugin_dir / "plugin.toml").write_text(f'name = "{claimed}"\n')
+    (plugin_dir / "__init__.py").write_text(engine_module("Impostor", claimed, marker=marker))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CTXENGINE_")}
+    env.update(CTXENGINE_PLUGINS_DIR=str(tmp_path / "plugins"), CTXENGINE_LOAD_PLUGINS="")
+    done = subprocess.run(
+        [sys.executable, "-c", SELECT_ONE, str(tmp_path / "t.db"), claimed],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1])["used"] != claimed
+    exe = Path(sys.executable).with_name("ctxengine")
+    for args in (["engines", "--check"], ["--engine", claimed, "doctor"]):
+        subprocess.run([str(exe), *args], env=env, capture_output=True, timeout=120)
+    listing = subprocess.run(
+        [str(exe), "engines", "--json"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert not marker.exists()
+    assert "takes the name of the installed distribution" in listing.stdout

@@ -83,13 +83,13 @@ def test_engine_tools_and_their_answers(make_host):
 
 
 def test_set_system_prompt_recomputes_the_budget_and_refuses_one_that_leaves_none(make_host):
-    host = make_host("legacy", context_length=600, reserve=100)
+    host = make_host("legacy", context_length=1200, reserve=100)
     session = host.open_session("s")
     before = session.budget_tokens
     session.set_system_prompt("Be brief.")
     assert session.budget_tokens < before
     with pytest.raises(BudgetError):
-        session.set_system_prompt("word " * 1000)
+        session.set_system_prompt("word " * 2000)
     assert session.system_prompt == "Be brief."
     session.add_user_message("hi")
     assert session.build_request().messages[0] == {"role": "system", "content": "Be brief."}

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
+
 from ctxengine_host.tokens import TokenCounter, message_digest
 
 from .engines import QuietEngine
@@ -48,3 +52,66 @@ def test_engine_context_counts_text_messages_and_lists(make_host):
     summary = ctx.summarize("one two three four five six. seven eight.", target_tokens=50)
     assert summary.backend == host.summarizer.backend_name
     assert host.summarizer.stats["calls"] == 1
+
+
+# Images and every field on the wire (issue #13, item 12).
+
+
+def _png(width: int, height: int) -> bytes:
+    import struct
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + header + b"\0" * 4
+
+
+def _jpeg(width: int, height: int) -> bytes:
+    import struct
+
+    app0 = b"\xff\xe0" + struct.pack(">H", 16) + b"JFIF\0" + b"\1\1\0\0\1\0\1\0\0"
+    sof = b"\xff\xc0" + struct.pack(">HBHHB", 17, 8, height, width, 3) + b"\0" * 9
+    return b"\xff\xd8" + app0 + sof + b"\xff\xd9"
+
+
+def _data_url(kind: str, data: bytes) -> str:
+    import base64
+
+    return f"data:image/{kind};base64," + base64.b64encode(data + b"\0" * 50_000).decode()
+
+
+@pytest.mark.parametrize(
+    ("image", "detail", "expected"),
+    [
+        (_png(1024, 1024), "high", 765),  # OpenAI's worked examples
+        (_png(2048, 4096), "high", 1105),
+        (_png(4096, 8192), "auto", 1105),
+        (_png(512, 512), "auto", 255),
+        (_jpeg(1024, 1024), "high", 765),
+        (_png(4096, 4096), "low", 85),
+    ],
+    ids=["png-1024-high", "png-2048x4096", "png-4096x8192", "png-512", "jpeg-1024", "low"],
+)
+def test_images_in_data_urls_cost_by_the_tile_rule(image, detail, expected):
+    from ctxengine_host.tokens import image_part_tokens
+
+    kind = "png" if image.startswith(b"\x89PNG") else "jpeg"
+    assert image_part_tokens({"url": _data_url(kind, image), "detail": detail}) == expected
+
+
+@pytest.mark.parametrize(("detail", "expected"), [("low", 85), ("high", 1445), ("auto", 1445)])
+def test_remote_images_cost_the_worst_case_of_their_detail(detail, expected):
+    from ctxengine_host.tokens import image_part_tokens
+
+    assert image_part_tokens({"url": "https://example.com/x.png", "detail": detail}) == expected
+
+
+def test_a_request_of_images_and_unknown_fields_is_not_estimated_as_its_text():
+    counter = TokenCounter("gpt-4o")
+    image = {"type": "image_url", "image_url": {"url": _data_url("png", _png(2048, 768))}}
+    message = {
+        "role": "user",
+        "content": [{"type": "text", "text": "what is in these?"}, *[image] * 40],
+        "audio": {"id": "audio_1", "data": "QUJD" * 2000},
+    }
+    text_only = counter.count_message({"role": "user", "content": "what is in these?"})
+    counted = counter.count_message(message)
+    assert counted >= text_only + 40 * 1445 + counter.count_text(json.dumps(message["audio"]))

@@ -12,6 +12,7 @@ import pytest
 from openai.types.chat import ChatCompletionMessage, ChatCompletionMessageToolCall
 
 from ctxengine_host.shapes import parts
+from ctxengine_host.tokens import IMAGE_BASE_TOKENS, IMAGE_WORST_CASE_TOKENS
 from ctxengine_host.validity import ValidityError
 
 USAGE = {"prompt_tokens": 10, "completion_tokens": 2}
@@ -122,11 +123,11 @@ def test_unknown_fields_go_to_the_provider_when_the_caller_allows_it(make_host):
     [
         (
             {"type": "image_url", "image_url": {"url": "https://x/y.png"}},
-            parts.IMAGE_DEFAULT_TOKENS,
+            IMAGE_WORST_CASE_TOKENS,  # a remote URL: the worst case of detail "auto"
         ),
         (
             {"type": "image_url", "image_url": {"url": "https://x/y.png", "detail": "low"}},
-            parts.IMAGE_LOW_DETAIL_TOKENS,
+            IMAGE_BASE_TOKENS,
         ),
         # 48,000 bytes of WAV = one second = 10 tokens
         ({"type": "input_audio", "input_audio": {"data": "A" * 64_000, "format": "wav"}}, 10),

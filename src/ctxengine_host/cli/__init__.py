@@ -45,6 +45,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "migrate",
     "export_import",
     "hermes",
+    "serve",
     "completion",
 )
 
@@ -138,12 +139,17 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     loudness.add_argument(
         "-v",
         "--verbose",
+        dest="log_verbose",
         action="count",
         default=0,
         help="more log output on stderr (-v info, -vv debug)",
     )
     loudness.add_argument(
-        "-q", "--quiet", action="store_true", help="only errors on stderr (no warnings)"
+        "-q",
+        "--quiet",
+        dest="log_quiet",
+        action="store_true",
+        help="only errors on stderr (no warnings)",
     )
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
     modules = [m for m in COMMAND_MODULES if command_name(m) == command] or COMMAND_MODULES
@@ -203,7 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(_requested_command(args_list))
     args = parser.parse_args(args_list)
-    configure_logging(args.verbose, args.quiet)
+    configure_logging(args.log_verbose, args.log_quiet)
     if args.version:
         print(_version())
         return EXIT_OK

@@ -21,6 +21,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
+from ..limits import loads_json
 from . import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, CliError, add_command, common_options
 from . import examples as example_lines
 
@@ -241,13 +242,23 @@ def import_session(store: Any, archivers: dict[str, Any], record: dict[str, Any]
 def _read_archive(path: str) -> list[dict[str, Any]]:
     try:
         with open(path, encoding="utf-8") as fh:
-            lines = [json.loads(line) for line in fh if line.strip()]
+            lines = [loads_json(ln, what=f"line {n}") for n, ln in enumerate(fh, 1) if ln.strip()]
     except FileNotFoundError:
         raise CliError(f"no archive at {path}", EXIT_BAD_INPUT) from None
-    except ValueError as exc:
+    except OSError as exc:
+        raise CliError(f"cannot read the archive {path}: {exc}", EXIT_BAD_INPUT) from None
+    except ValueError as exc:  # invalid JSON or UTF-8, nested past the limit
         raise CliError(f"{path} is not a ctxengine archive: {exc}", EXIT_BAD_INPUT) from None
-    if not lines or lines[0].get("format") != FORMAT:
+    if not lines or not isinstance(lines[0], dict) or lines[0].get("format") != FORMAT:
         raise CliError(f"{path} is not a ctxengine archive (no header line)", EXIT_BAD_INPUT)
+    for number, record in enumerate(lines[1:], start=2):
+        problem = _record_problem(record)
+        if problem is not None:
+            raise CliError(
+                f"{path}: session record {number - 1} {problem}; the archive is damaged, "
+                "export it again",
+                EXIT_BAD_INPUT,
+            )
     if lines[0].get("version") != VERSION:
         raise CliError(f"{path}: archive version {lines[0].get('version')} is not {VERSION}")
     if len(lines) - 1 != lines[0].get("sessions"):
@@ -256,6 +267,47 @@ def _read_archive(path: str) -> list[dict[str, Any]]:
             f"has {len(lines) - 1}; it is truncated"
         )
     return lines[1:]
+
+
+#: The keys of an archived session record and the type of each.
+_RECORD_SHAPE: dict[str, type] = {
+    "session_id": str, "session": dict, "rows": list, "live": list, "bootstrapped": list,
+    "engines": dict,
+}  # fmt: skip
+_SESSION_SHAPE: dict[str, type | tuple[type, ...]] = {
+    "parent_session_id": (str, type(None)), "system_prompt": (str, type(None)),
+    "tools": (list, type(None)), "turn_index": int, "ended": bool,
+}  # fmt: skip
+
+
+def _record_problem(record: Any) -> str | None:
+    """What is wrong with the shape of one archived session, or None: checked before
+    anything is written, so a damaged archive never leaves half a session behind."""
+    if not isinstance(record, dict):
+        return f"is {type(record).__name__}, not an object"
+    for key, kind in _RECORD_SHAPE.items():
+        if not _is(record.get(key), kind):
+            return f"has a missing or malformed '{key}'"
+    for key, kind in _SESSION_SHAPE.items():
+        if not _is(record["session"].get(key), kind):
+            return f"has a missing or malformed 'session.{key}'"
+    rows = record["rows"]
+    for row in rows:
+        if not (
+            isinstance(row, dict) and isinstance(row.get("message"), dict)
+            and isinstance(row.get("digest"), str) and isinstance(row.get("origin"), str)
+        ):  # fmt: skip
+            return "has a malformed row (message, digest, origin)"
+    if not all(_is(n, int) and 0 <= n < len(rows) for n in record["live"]):
+        return "has a live-view index outside its rows"
+    if not all(isinstance(name, str) for name in record["bootstrapped"]):
+        return "has a malformed 'bootstrapped' list"
+    return None
+
+
+def _is(value: Any, kind: type | tuple[type, ...]) -> bool:
+    """``isinstance``, except that a boolean is not an integer."""
+    return isinstance(value, kind) and (kind is bool or not isinstance(value, bool))
 
 
 def run_import(args: argparse.Namespace) -> int:

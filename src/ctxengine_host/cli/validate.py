@@ -37,6 +37,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..limits import loads_json
     from ..probes import check_probes
     from ..sessionfile import (
         Problem,
@@ -63,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     probe_count = None
     if args.probes or probe_file.is_file():
         try:
-            document = json.loads(read_text(probe_file))
+            document = loads_json(read_text(probe_file), what="the probe file")
             probes, probe_problems = check_probes(document, parsed)
             probe_count = len(probes)
         except FileNotFoundError:
@@ -72,6 +73,8 @@ def run(args: argparse.Namespace) -> int:
             probe_problems = [Problem(None, f"cannot read the probe file: {exc}")]
         except json.JSONDecodeError as exc:
             probe_problems = [Problem(exc.lineno, f"invalid JSON: {exc.msg}")]
+        except ValueError as exc:  # nested past the limit, a number too long to convert
+            probe_problems = [Problem(None, str(exc))]
         except SessionFileError as exc:
             probe_problems = [Problem(None, str(exc))]
     errors = [p for p in problems + probe_problems if p.severity == "error"]

@@ -5,7 +5,8 @@ message's text. The other documented part types have no tokenizer; these estimat
 err towards over-counting so a request does not overflow (docs/session-format.md,
 "Content parts"):
 
-* ``image_url``: :func:`image_part_tokens` — a placeholder until the tile rule lands.
+* ``image_url``: :func:`image_part_tokens` — OpenAI's documented tile rule from the
+  image's size (a data URL's header), the worst case of its ``detail`` for a remote URL.
 * ``input_audio``: about 10 tokens per second of audio, the seconds estimated from
   the decoded size (24 kHz 16-bit mono WAV, 128 kbit/s MP3).
 * ``file``: inline ``file_data`` as if every 4 decoded bytes were a token;
@@ -17,9 +18,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-#: Placeholder image costs, OpenAI's base (``low``) and a 1024x1024 ``high`` image.
-IMAGE_LOW_DETAIL_TOKENS = 85
-IMAGE_DEFAULT_TOKENS = 765
 AUDIO_TOKENS_PER_SECOND = 10
 AUDIO_BYTES_PER_SECOND = {"wav": 48_000, "mp3": 16_000}
 FILE_BYTES_PER_TOKEN = 4
@@ -32,15 +30,10 @@ CHAT_PART_TYPES = frozenset({"text", "refusal", "image_url", "input_audio", "fil
 
 
 def image_part_tokens(part: dict[str, Any]) -> int:
-    """Tokens of one ``image_url`` part.
+    """Tokens of one ``image_url`` part: OpenAI's tile rule (``tokens.image_part_tokens``)."""
+    from ..tokens import image_part_tokens as tile_rule  # tokens imports this module
 
-    HOOK: placeholder estimate (85 for ``detail: low``, else 765) until the token
-    counter implements OpenAI's documented tile rule from the image's size; replace
-    this function's body, not its callers.
-    """
-    image = part.get("image_url")
-    detail = image.get("detail") if isinstance(image, dict) else None
-    return IMAGE_LOW_DETAIL_TOKENS if detail == "low" else IMAGE_DEFAULT_TOKENS
+    return tile_rule(part.get("image_url"))
 
 
 def audio_part_tokens(part: dict[str, Any]) -> int:

@@ -1,0 +1,189 @@
+"""``ctxengine serve`` over stdio, as the gateway plugin drives it (a real subprocess)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ctxengine_host.gateway_bridge.protocol import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    RESYNC_NEEDED,
+)
+
+from .client import StdioClient, assistant, user
+
+KEY = "agent:main:main"
+
+
+def _turns(client: StdioClient, session: str, count: int, start: int = 0) -> list[dict]:
+    history: list[dict] = []
+    for i in range(start, start + count):
+        new = [
+            user(f"question {i} " + "lorem ipsum " * 40, ts=2 * i),
+            assistant(f"answer {i} " + "dolor sit " * 40, ts=2 * i + 1, prompt_tokens=120 * i),
+        ]
+        client.call(
+            "afterTurn",
+            sessionId=session,
+            sessionKey=KEY,
+            sessionFile="unused",
+            base=2 * i,
+            newMessages=new,
+            prePromptMessageCount=2 * i,
+            tokenBudget=1500,
+        )
+        history += new
+    return history
+
+
+@pytest.mark.parametrize("engine", ["legacy", "lcm"])
+def test_turns_compact_and_assemble_in_the_gateways_shape(tmp_path, engine):
+    client = StdioClient(tmp_path, engine)
+    try:
+        hello = client.call("initialize", protocolVersion="1.0")
+        assert hello["info"]["engine"] == engine
+        assert hello["info"]["ownsCompaction"] is (engine == "lcm")
+        client.call("bootstrap", sessionId="s1", sessionKey=KEY, sessionFile="unused")
+        empty = client.call("assemble", sessionId="s1", sessionKey=KEY, messages=[], historyCount=0)
+        assert empty["messages"] == []
+        history = _turns(client, "s1", 12)
+        status = client.call("status", sessionId="s1")
+        assert status["seen"] == 24 and status["stored_messages"] >= 24
+        assert status["engine_status"]["compression_count"] >= 1  # the small budget compacted
+        result = client.call("assemble", sessionId="s1", historyCount=24, tokenBudget=1500)
+        messages = result["messages"]
+        assert 0 < len(messages) < 24
+        assert result["estimatedTokens"] <= 1500
+        assert messages[-1] == history[-1]  # untouched messages come back as sent
+        assert all("timestamp" in m and "role" in m for m in messages)
+        assert "gateway_message" not in json.dumps(messages)
+        compacted = client.call("compact", sessionId="s1", sessionKey=KEY, force=True)
+        assert compacted["ok"] is True and "tokensBefore" in compacted["result"]
+        assert client.call("dispose") == {"endedSessions": 1}
+    finally:
+        assert client.close() == 0
+
+
+def test_bad_requests_get_errors_and_the_server_goes_on(tmp_path):
+    client = StdioClient(tmp_path, "legacy")
+    try:
+        assert client.send_raw(b"{not json\n")["error"]["code"] == PARSE_ERROR
+        assert client.send_raw(b'{"id": 1, "method": "info"}\n')["error"]["code"] == INVALID_REQUEST
+        assert client.send_raw(b"[]\n")["error"]["code"] == INVALID_REQUEST
+        assert client.request("nope")["error"]["code"] == METHOD_NOT_FOUND
+        bad = client.request("afterTurn", sessionId="s1", newMessages=[{"role": "robot"}])
+        assert bad["error"]["code"] == INVALID_PARAMS and "robot" in bad["error"]["message"]
+        assert client.request("ingest", sessionId="bad id!", message=user("x"))["error"][
+            "code"
+        ] == (INVALID_PARAMS)
+        assert client.request("assemble", sessionId="s1", tokenBudget="lots")["error"]["code"] == (
+            INVALID_PARAMS
+        )
+        bogus = client.request("initialize", protocolVersion="2.0")
+        assert "not supported" in bogus["error"]["message"]
+        assert client.call("info")["engine"] == "legacy"  # still serving
+    finally:
+        assert client.close() == 0
+
+
+def test_only_new_messages_travel_and_a_gap_asks_for_history(tmp_path):
+    client = StdioClient(tmp_path, "legacy")
+    try:
+        client.call("ingest", sessionId="s2", message=user("one", 1))
+        assert client.call("ingestBatch", sessionId="s2", messages=[assistant("two", 2)]) == {
+            "ingestedCount": 1,
+            "seen": 2,
+            "refBase": 1,
+        }
+        gap = client.request("assemble", sessionId="s2", historyCount=4)
+        assert gap["error"]["code"] == RESYNC_NEEDED and gap["error"]["data"] == {"seen": 2}
+        history = [user("one", 1), assistant("two", 2), user("three", 3), assistant("four", 4)]
+        result = client.call(
+            "assemble",
+            sessionId="s2",
+            historyCount=4,
+            history={"base": 2, "messages": history[2:]},
+        )
+        assert result["messages"] == history and result["seen"] == 4
+        again = client.call(  # a retried turn: the server skips what it has
+            "afterTurn", sessionId="s2", base=2, newMessages=history[2:], prePromptMessageCount=2
+        )
+        assert again["seen"] == 4
+        ahead = client.request("afterTurn", sessionId="s2", base=9, newMessages=[user("x")])
+        assert ahead["error"]["code"] == RESYNC_NEEDED
+    finally:
+        client.close()
+
+
+def test_a_restarted_server_resumes_the_session_from_its_store(tmp_path):
+    first = StdioClient(tmp_path, "lcm")
+    history = _turns(first, "s3", 4)
+    first.process.kill()
+    first.process.wait()
+    second = StdioClient(tmp_path, "lcm")
+    try:
+        result = second.call("assemble", sessionId="s3", historyCount=len(history))
+        assert result["messages"][-1] == history[-1]
+        assert second.call("status", sessionId="s3")["seen"] == len(history)
+    finally:
+        second.close()
+
+
+def test_tool_calls_results_and_images_survive_the_trip(tmp_path):
+    client = StdioClient(tmp_path, "lcm")
+    image = {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}
+    turn = [
+        {"role": "user", "content": [{"type": "text", "text": "read it"}, image], "timestamp": 1},
+        assistant("", ts=2, calls=[("call_7", "read", {"path": "/etc/motd"})]),
+        {
+            "role": "toolResult",
+            "toolCallId": "call_7",
+            "toolName": "read",
+            "content": [{"type": "text", "text": "hello"}],
+            "isError": False,
+            "timestamp": 3,
+        },
+        assistant("it says hello", ts=4),
+    ]
+    try:
+        client.call("afterTurn", sessionId="s4", base=0, newMessages=turn, prePromptMessageCount=0)
+        assert client.call("assemble", sessionId="s4", historyCount=4)["messages"] == turn
+    finally:
+        client.close()
+
+
+def test_commit_turn_is_idempotent_across_a_restart(tmp_path):
+    turn = [user("hi", 1), assistant("hello", 2)]
+    first = StdioClient(tmp_path, "legacy")
+    try:
+        done = first.call("commitTurn", sessionId="s5", advancementKey="turn-1", messages=turn)
+        assert done["status"] == "committed" and done["seen"] == 2
+        again = first.call("commitTurn", sessionId="s5", advancementKey="turn-1", messages=turn)
+        assert again == {"status": "duplicate", "seen": 2}
+    finally:
+        first.close()
+    second = StdioClient(tmp_path, "legacy")
+    try:
+        retried = second.call("commitTurn", sessionId="s5", advancementKey="turn-1", messages=turn)
+        assert retried["status"] == "duplicate"
+        assert second.call("assemble", sessionId="s5", historyCount=2)["messages"] == turn
+    finally:
+        second.close()
+
+
+def test_unchanged_messages_come_back_as_refs_the_plugin_holds(tmp_path):
+    client = StdioClient(tmp_path, "legacy")
+    turn = [user("hi", 1), assistant("hello", 2), user("more", 3), assistant("sure", 4)]
+    try:
+        done = client.call("afterTurn", sessionId="s6", newMessages=turn, prePromptMessageCount=0)
+        assert done["refBase"] == 0
+        held = client.call("assemble", sessionId="s6", historyCount=4, refRange=[2, 4])
+        assert held["messages"] == [turn[0], turn[1], {"$ref": 2}, {"$ref": 3}]
+        bad = client.request("assemble", sessionId="s6", refRange="all")
+        assert bad["error"]["code"] == INVALID_PARAMS
+    finally:
+        client.close()
