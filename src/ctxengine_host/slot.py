@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
     from .config import LoadedConfig
     from .context import EngineContext
-    from .quarantine import QuarantineLog
+    from .quarantine import QuarantineSink
 
 ENGINE_ENV = "CTXENGINE_ENGINE"
 DEFAULT_ENGINE = "legacy"
@@ -196,7 +196,7 @@ def resolve_engine(
     *,
     make_context: Callable[[str], EngineContext],
     capabilities: frozenset[str] | None = None,
-    quarantine: QuarantineLog | None = None,
+    quarantine: QuarantineSink | None = None,
     entries: list[EngineEntry] | None = None,
 ) -> ResolvedEngine:
     """Construct the selected engine, or the default with the reason it could not be used."""

@@ -270,7 +270,7 @@ def _read_archive(path: str) -> list[dict[str, Any]]:
 
 
 #: The keys of an archived session record and the type of each.
-_RECORD_SHAPE: dict[str, type] = {
+_RECORD_SHAPE: dict[str, type | tuple[type, ...]] = {
     "session_id": str, "session": dict, "rows": list, "live": list, "bootstrapped": list,
     "engines": dict,
 }  # fmt: skip

@@ -52,7 +52,7 @@ def configured_urls(config_path: str | None) -> list[str]:
 
     cfg = load_config(config_path).config
     candidates = [cfg.store.url, (cfg.engines.get("lcm") or {}).get("database")]
-    return list(dict.fromkeys(u for u in candidates if is_postgres_url(u)))
+    return list(dict.fromkeys(str(u) for u in candidates if is_postgres_url(u)))
 
 
 def run(args: argparse.Namespace) -> int:
