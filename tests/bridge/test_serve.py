@@ -17,6 +17,12 @@ from ctxengine_host.gateway_bridge.protocol import (
 from .client import StdioClient, assistant, user
 
 KEY = "agent:main:main"
+#: A real 1x1 PNG: its header gives the size, so it costs what OpenAI's tile rule says
+#: (a truncated header is priced at the worst case, which this small window cannot hold).
+PNG_1PX = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kg"
+    "AAAABJRU5ErkJggg=="
+)
 
 
 def _turns(client: StdioClient, session: str, count: int, start: int = 0) -> list[dict]:
@@ -61,6 +67,9 @@ def test_turns_compact_and_assemble_in_the_gateways_shape(tmp_path, engine):
         assert messages[-1] == history[-1]  # untouched messages come back as sent
         assert all("timestamp" in m and "role" in m for m in messages)
         assert "gateway_message" not in json.dumps(messages)
+        if engine == "lcm":  # its summaries declare what they cover, as gateway indexes
+            assert result["omitted"] == 0
+            assert result["covers"] and all(0 <= lo <= hi < 24 for lo, hi in result["covers"])
         compacted = client.call("compact", sessionId="s1", sessionKey=KEY, force=True)
         assert compacted["ok"] is True and "tokensBefore" in compacted["result"]
         assert client.call("dispose") == {"endedSessions": 1}
@@ -135,7 +144,7 @@ def test_a_restarted_server_resumes_the_session_from_its_store(tmp_path):
 
 def test_tool_calls_results_and_images_survive_the_trip(tmp_path):
     client = StdioClient(tmp_path, "lcm")
-    image = {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}
+    image = {"type": "image", "data": PNG_1PX, "mimeType": "image/png"}
     turn = [
         {"role": "user", "content": [{"type": "text", "text": "read it"}, image], "timestamp": 1},
         assistant("", ts=2, calls=[("call_7", "read", {"path": "/etc/motd"})]),

@@ -19,7 +19,7 @@ from .protocol import (
     require_object,
     require_str,
 )
-from .sessions import BridgeSessions, BridgeTranscriptView, ClientCall
+from .sessions import REF_KEY, BridgeSessions, BridgeTranscriptView, ClientCall
 
 log = logging.getLogger("ctxengine.bridge")
 
@@ -112,7 +112,31 @@ def assemble(sessions: BridgeSessions, params: dict[str, Any], call: ClientCall)
         }
         if additions:
             result["systemPromptAddition"] = "\n\n".join(additions)
+        covers = _covered_indexes(session, request.covers)
+        if covers or request.omitted:
+            result["covers"] = covers
+            result["omitted"] = request.omitted
         return result
+
+
+def _covered_indexes(session: Any, covers: list[Any]) -> list[list[int]]:
+    """The engine's declared coverage (``AssembleResult.covers``: uids and uid ranges) as
+    inclusive ranges of the gateway's message indexes: what the request represents by a
+    summary rather than sends (docs/bridge.md, "Coverage")."""
+    if not covers:
+        return []
+    index = {
+        e.message.get("message_uid"): e.message.get(REF_KEY)
+        for e in session.live.entries
+        if isinstance(e.message.get(REF_KEY), int)
+    }
+    ranges = []
+    for cover in covers:
+        first, last = (cover, cover) if isinstance(cover, str) else tuple(cover)
+        lo, hi = index.get(first), index.get(last)
+        if lo is not None and hi is not None:
+            ranges.append([lo, hi])
+    return ranges
 
 
 def _ref_range(value: Any) -> tuple[int, int] | None:

@@ -239,7 +239,9 @@ class BridgeSessions:
                 if not create:
                     raise RpcError(UNKNOWN_SESSION, f"{method}: no session {session_id!r}")
                 try:
-                    session = self.host.open_session(session_id)
+                    # The bridge's own fields (shapes.chat.BRIDGE_FIELDS) ride on the
+                    # request's messages so that each maps back to the gateway's record.
+                    session = self.host.open_session(session_id, send_unknown_fields=True)
                 except ValueError as exc:
                     raise RpcError(INVALID_PARAMS, f"{method}: {exc}") from None
                 found = BridgeSession(session, key)

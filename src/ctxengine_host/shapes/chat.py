@@ -26,11 +26,11 @@ REQUEST_FIELDS = frozenset(
     {"role", "content", "name", "tool_calls", "tool_call_id", "refusal", "audio"}
 )
 #: Fields the host keeps and returns but never sends: our metadata, response-only fields.
-#: ``gateway_*``: the gateway bridge's record of the gateway's own message (gateway_bridge/).
-METADATA_FIELDS = frozenset(
-    {"timestamp", SOURCE_FIELD, "usage", "annotations"}
-    | {"gateway_message", "gateway_ref", "gateway_turn"}
-)
+METADATA_FIELDS = frozenset({"timestamp", SOURCE_FIELD, "usage", "annotations"})
+#: Fields a bridge keeps on the messages it passes through (``send_unknown``) to give its
+#: caller back its own record of each (gateway_bridge/): the provider never receives them
+#: as they are, so the token counter does not price them.
+BRIDGE_FIELDS = frozenset({"gateway_message", "gateway_ref", "gateway_turn"})
 #: Every field that is not "unknown" (no warning, not listed by ``validate --strict``).
 KNOWN_FIELDS = REQUEST_FIELDS | METADATA_FIELDS | {"function_call"} | PERSISTENCE_ONLY_FIELDS
 _NULLABLE = ("tool_calls", "function_call", "refusal", "audio", "name", "annotations")
