@@ -39,16 +39,12 @@ def test_the_public_api_imports_without_fcntl():
 
 @pytest.mark.slow
 def test_the_runtime_tests_pass_without_fcntl():
-    """In-process tests only: worker processes are real POSIX processes here. The one
-    history-bridge test deselected fails on main with or without fcntl (a merge of the
-    budget rules, left to the integrator); drop the deselect once it passes."""
+    """In-process tests only: worker processes are real POSIX processes here."""
     done = run_without_fcntl(
         "import pytest\n"
         "sys.exit(pytest.main(['tests/runtime', 'tests/host_core/test_slot.py', '-q', '-x',\n"
         "    '-p', 'no:cacheprovider', '-m', 'not slow and not postgres',\n"
-        "    '--deselect', 'tests/runtime/test_process_isolation.py',\n"
-        "    '--deselect', 'tests/runtime/test_history_bridge.py::"
-        "test_set_system_prompt_recomputes_the_budget_and_refuses_one_that_leaves_none']))\n",
+        "    '--deselect', 'tests/runtime/test_process_isolation.py']))\n",
         timeout=600,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
