@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 import socket
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from tests.support.network import assert_no_escape, guarded_env
 
@@ -65,3 +68,19 @@ def test_postgres_gateway_names_its_arguments(tmp_path):
     assert one_line(run_example("postgres_gateway.py", env=env)).startswith("usage: ")
     line = one_line(run_example("postgres_gateway.py", "notaurl", "s", "1", env=env))
     assert "'notaurl' is not a postgresql://HOST/DATABASE URL" in line
+
+
+@pytest.mark.parametrize(
+    ("example", "module"),
+    [
+        ("langchain_example.py", "langchain"),
+        ("litellm_example.py", "litellm"),
+        ("openai_agents_example.py", "agents"),
+        ("pydantic_ai_example.py", "pydantic_ai"),
+    ],
+)
+def test_integration_examples_name_the_package_to_install(tmp_path, example, module):
+    if importlib.util.find_spec(module) is not None:
+        pytest.skip(f"{module} is installed here; the example would run")
+    line = one_line(run_example(f"integrations/{example}", env=guarded_env(tmp_path)))
+    assert f"{module} is not installed: pip install " in line
