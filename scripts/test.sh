@@ -20,7 +20,6 @@ timed "wheelhouse" bash scripts/build-wheelhouse.sh "$CTXENGINE_WHEELHOUSE"
 # Framework environments (one line each): scripts/framework-env.sh NAME builds
 # .envs/NAME once from the package index; the integration tests use it.
 timed "framework env agents" bash scripts/framework-env.sh agents
-timed "framework env importers" bash scripts/framework-env.sh importers
 timed "framework env hermes" bash scripts/framework-env.sh hermes
 timed "framework env gateway (node 24, openclaw, our plugin)" bash scripts/gateway-env.sh
 

@@ -69,14 +69,16 @@ class PluginPolicy:
         blocked = frozenset(_comma_list(env.get(BLOCK_PLUGINS_ENV, "")))
         return cls(allowed, blocked)
 
-    def refusal(self, entry_name: str, distribution: str | None) -> str | None:
+    def refusal(
+        self, entry_name: str, distribution: str | None, aliases: Iterable[str] = ()
+    ) -> str | None:
         """Why an entry may not be imported, or None when it may.
 
         ``distribution`` is the installed distribution read from its metadata; only such
         an entry can be one of ours. Directory engines (None) have no distribution: the
-        allowlist names them by engine name, and a directory engine whose manifest takes
-        the name of one of our distributions is never allowed by an allowlist (it would
-        pass for ours).
+        allowlist names them by their directory name, and a directory engine that takes
+        the name of one of our distributions (as its directory, manifest or engine name,
+        ``aliases``) is never allowed by an allowlist (it would pass for ours).
         """
         if entry_name in self.blocked:
             return f"blocked by {BLOCK_PLUGINS_ENV}; remove '{entry_name}' from it to allow it"
@@ -84,12 +86,13 @@ class PluginPolicy:
             return None
         if distribution is None:
             key = normalize_distribution(entry_name)
-            if key in OUR_DISTRIBUTIONS:
-                return (
-                    f"directory engine '{entry_name}' takes the name of the installed "
-                    f"distribution '{key}'; rename it in its manifest and add the new name "
-                    f"to {LOAD_PLUGINS_ENV}"
-                )
+            for claimed in (entry_name, *aliases):
+                if normalize_distribution(claimed) in OUR_DISTRIBUTIONS:
+                    return (
+                        f"directory engine '{entry_name}' takes the name of the installed "
+                        f"distribution '{normalize_distribution(claimed)}'; rename it and add "
+                        f"the new name to {LOAD_PLUGINS_ENV}"
+                    )
             if key in self.allowed:
                 return None
         elif normalize_distribution(distribution) in OUR_DISTRIBUTIONS | self.allowed:
@@ -453,7 +456,7 @@ def _build_listing(
         entries.append(_builtin_entry(path))
     for entry in entries:
         if entry.error is None and entry.source != "built-in":
-            entry.error = policy.refusal(entry.name, entry.distribution)
+            entry.error = policy.refusal(entry.name, entry.distribution, entry.aliases)
     order = {"entry-point": 0, "directory": 1, "built-in": 2}
     return sorted(entries, key=lambda e: (e.name, order[e.source], e.distribution or ""))
 

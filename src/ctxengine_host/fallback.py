@@ -1,7 +1,8 @@
 """The host's built-in last-resort engine, used only when ``legacy`` is not installed.
 
-It drops the oldest messages until the history fits, keeping the system prompt
-and tool-call groups intact. ``ctxengine doctor`` warns when it is in use.
+It drops the oldest messages until the history fits, keeping the system prompt,
+the task (the first user message) and tool-call groups intact. ``ctxengine doctor``
+warns when it is in use.
 """
 
 from __future__ import annotations
@@ -22,35 +23,30 @@ LAST_RESORT_NAME = "builtin-last-resort"
 def keep_newest_that_fit(
     messages: list[Message], budget_tokens: int, count: Callable[[list[Message]], int]
 ) -> list[Message]:
-    """Leading system messages plus the newest atomic blocks whose total fits ``budget_tokens``.
+    """Leading system messages, the task, and the newest atomic blocks within ``budget_tokens``.
 
-    The newest block is always kept, even when it alone is over budget: an
-    empty request would be worse than an oversized one the caller can report.
+    The task is the first user message: kept even when one long tool loop is the whole
+    history (the commonest agent shape), so the request still says what it is for and
+    starts with the user. Whole blocks only: a tool call never loses its results. The
+    newest block is always kept, even when it alone is over budget: an empty request
+    would be worse than an oversized one the caller can report.
     """
     head_len = 0
     while head_len < len(messages) and messages[head_len].get("role") == "system":
         head_len += 1
-    head, rest = messages[:head_len], messages[head_len:]
+    head = messages[:head_len]
+    blocks = atomic_blocks(messages[head_len:])
+    task = blocks.pop(0) if blocks and blocks[0][0].get("role") == "user" else []
     kept: list[list[Message]] = []
-    used = count(head)
-    for block in reversed(atomic_blocks(rest)):
+    used = count(head) + count(task)
+    for block in reversed(blocks):
         cost = count(block)
         if kept and used + cost > budget_tokens:
             break
         kept.append(block)
         used += cost
     kept.reverse()
-    tail = flatten(kept)
-    # A valid request starts its non-system part with a user message when it can.
-    while (
-        len(tail) > 1
-        and tail[0].get("role") not in ("user",)
-        and any(m.get("role") == "user" for m in tail[1:])
-    ):
-        tail = tail[1:]
-        while tail and tail[0].get("role") == "tool":
-            tail = tail[1:]
-    return head + tail
+    return head + task + flatten(kept)
 
 
 class SlidingWindowEngine(ContextEngine):

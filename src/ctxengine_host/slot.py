@@ -240,7 +240,8 @@ def resolve_engine(
         raise EngineSelectionError(duplicate_claim_message(name, installed))
     entry = claims[0]
     if entry.error is not None:
-        is_policy = PluginPolicy.from_env().refusal(entry.name, entry.distribution) is not None
+        policy = PluginPolicy.from_env()
+        is_policy = policy.refusal(entry.name, entry.distribution, entry.aliases) is not None
         return fall_back(entry.error, record=not is_policy)
     if engine is None:
         try:

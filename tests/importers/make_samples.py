@@ -1,4 +1,4 @@
-"""Write importer samples with the real libraries' own serializers (run in .envs/importers).
+"""Write importer samples with the real libraries' own serializers (run in .envs/agents).
 
 Usage: python make_samples.py OUT_DIR. Writes, with no network and no model:
 

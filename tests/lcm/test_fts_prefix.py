@@ -25,8 +25,9 @@ def _old_store(path, long_text: str | None) -> None:
     for n, text in enumerate(["short one", long_text or "short two"]):
         conn.execute(
             "INSERT INTO messages(conversation_id, seq, message_uid, role, content, extra_json, "
-            "token_count, context_tokens, created_at) VALUES (1, ?, ?, 'user', ?, '{}', 1, 1, 1)",
-            (n, f"{n:032x}", text),
+            "token_count, context_tokens, created_at, digest) "
+            "VALUES (1, ?, ?, 'user', ?, '{}', 1, 1, 1, ?)",
+            (n, f"{n:032x}", text, f"digest-{n}"),
         )
     conn.execute("INSERT INTO messages_fts(rowid, content) SELECT id, content FROM messages")
     conn.commit()

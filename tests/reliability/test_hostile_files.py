@@ -27,6 +27,8 @@ from .test_hostile_input import lcm_config
 
 DEEP_TOML = "x = " + "[" * 100_000 + "]" * 100_000 + "\n"
 DEEP_INLINE_TOML = "x = " + "{a = " * 3_000 + "1" + "}" * 3_000 + "\n"
+#: A deep manifest under the manifest size limit (64 KiB), so the nesting bound answers.
+DEEP_MANIFEST = "x = " + "[" * 20_000 + "]" * 20_000 + "\n"
 CTXENGINE = Path(sys.executable).with_name("ctxengine")
 
 
@@ -41,7 +43,7 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
 # Item 5: deeply nested TOML.
 
 
-@pytest.mark.parametrize("text", [DEEP_TOML, DEEP_INLINE_TOML], ids=["arrays", "tables"])
+@pytest.mark.parametrize("text", [DEEP_MANIFEST, DEEP_INLINE_TOML], ids=["arrays", "tables"])
 def test_a_deep_manifest_marks_only_that_plugin_broken(tmp_path, text):
     plugins = tmp_path / "plugins"
     for name, manifest in (("deep", text), ("fine", 'name = "fine"\n')):

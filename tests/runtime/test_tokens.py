@@ -110,8 +110,9 @@ def test_a_request_of_images_and_unknown_fields_is_not_estimated_as_its_text():
     message = {
         "role": "user",
         "content": [{"type": "text", "text": "what is in these?"}, *[image] * 40],
-        "audio": {"id": "audio_1", "data": "QUJD" * 2000},
+        "x_extension": {"id": "ext_1", "data": "QUJD" * 2000},  # unknown: priced as its JSON
     }
     text_only = counter.count_message({"role": "user", "content": "what is in these?"})
     counted = counter.count_message(message)
-    assert counted >= text_only + 40 * 1445 + counter.count_text(json.dumps(message["audio"]))
+    extension = counter.count_text(json.dumps(message["x_extension"]))
+    assert counted >= text_only + 40 * 1445 + extension

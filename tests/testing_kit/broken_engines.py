@@ -13,6 +13,7 @@ from typing import Any
 
 from ctxengine_host.engine import ContextEngine
 from ctxengine_host.fallback import SlidingWindowEngine, keep_newest_that_fit
+from ctxengine_host.messages import atomic_blocks, flatten
 from ctxengine_host.models import AssembleResult
 
 Message = dict[str, Any]
@@ -127,6 +128,28 @@ class DropsToolResults(GoodEngine):
         return [m for m in messages if m.get("role") != "tool"]
 
 
+class TrimsToTheNewestUser(GoodEngine):
+    """The old new-engine template's trim: the newest whole blocks, then leading messages
+    dropped one by one until a user message. Fine on short turns; in one long tool loop
+    it leaves a lone tool result (or nothing but one message)."""
+
+    def compress(self, messages, current_tokens=None, focus_topic=None):
+        head = [m for m in messages[:1] if m.get("role") == "system"]
+        budget = (self.threshold_tokens or 2048) // 2
+        kept: list[list[Message]] = []
+        used = self._count(head)
+        for block in reversed(atomic_blocks(messages[len(head) :])):
+            if kept and used + self._count(block) > budget:
+                break
+            kept.insert(0, block)
+            used += self._count(block)
+        tail = flatten(kept)
+        while len(tail) > 1 and tail[0].get("role") != "user":
+            tail = tail[1:]
+        self.compression_count += 1
+        return head + tail
+
+
 class GrowsOnCompress(GoodEngine):
     def compress(self, messages, current_tokens=None, focus_topic=None):
         notes = {"role": "system", "content": "Summary so far. " * 400}
@@ -214,6 +237,7 @@ BROKEN: dict[str, type] = {
     "unknown-tool-error": PlainTextToolError,
     "tool-schemas": BadToolSchema,
     "compress-valid-sequence": DropsToolResults,
+    "compress-long-tool-loop": TrimsToTheNewestUser,
     "compress-shrinks": GrowsOnCompress,
     "select-context-valid": SelectsStrings,
     "select-context-budget": IgnoresBudget,

@@ -25,8 +25,12 @@ HERE = Path(__file__).parent
 RULE_IN_MESSAGE = re.compile(r"\[contract: ([a-z-]+)\]")
 
 #: Rules a broken engine may break besides its own, because its defect shows there too:
-#: the duck-typed engine lacking should_compress does not keep last_total_tokens either.
-ALSO_BROKEN: dict[str, set[str]] = {"required-methods": {"update-from-response"}}
+#: the duck-typed engine lacking should_compress does not keep last_total_tokens either;
+#: an engine dropping tool results breaks the long tool loop too.
+ALSO_BROKEN: dict[str, set[str]] = {
+    "required-methods": {"update-from-response"},
+    "compress-valid-sequence": {"compress-long-tool-loop"},
+}
 
 
 def _class_name(rule: str) -> str:
