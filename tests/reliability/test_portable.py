@@ -10,6 +10,16 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+PORTABLE_RUNTIME_TESTS = (
+    "test_host",
+    "test_store",
+    "test_selection",
+    "test_public_api",
+    "test_pipeline",
+    "test_bad_input",
+    "test_budget",
+    "test_subagents",
+)
 BLOCK_FCNTL = "import sys\nsys.modules['fcntl'] = None  # `import fcntl` now raises ImportError\n"
 
 
@@ -39,12 +49,14 @@ def test_the_public_api_imports_without_fcntl():
 
 @pytest.mark.slow
 def test_the_runtime_tests_pass_without_fcntl():
-    """In-process tests only: worker processes are real POSIX processes here."""
+    """The runtime's in-process behaviour (host, sessions, store and leases, selection,
+    quarantine), not its timing tests (those measure the machine, not portability)."""
+    files = [f"tests/runtime/{name}.py" for name in PORTABLE_RUNTIME_TESTS]
     done = run_without_fcntl(
         "import pytest\n"
-        "sys.exit(pytest.main(['tests/runtime', 'tests/host_core/test_slot.py', '-q', '-x',\n"
-        "    '-p', 'no:cacheprovider', '-m', 'not slow and not postgres',\n"
-        "    '--deselect', 'tests/runtime/test_process_isolation.py']))\n",
+        f"sys.exit(pytest.main({[*files, 'tests/host_core/test_slot.py']!r} + ['-q',\n"
+        "    '-p', 'no:cacheprovider', '-m', 'not slow and not postgres']))\n",
         timeout=600,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert " passed" in done.stdout.splitlines()[-1]  # the tests ran (none skipped wholesale)
