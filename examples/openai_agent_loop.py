@@ -10,6 +10,10 @@ directory) plus whatever tools the active engine offers (dispatched through
 ``Session.call_engine_tool``). The engine is chosen by the slot (``--engine`` is not
 parsed here: use ``CTXENGINE_ENGINE`` or the config file). Needs ``pip install openai``
 (or ``pip install 'ctxengine-host[examples]'``).
+
+A setup problem (the ``openai`` package missing, no ``OPENAI_API_KEY``, a server that
+cannot be reached or refuses the key or the model) ends the run with one line naming
+the setting to fix, not a traceback.
 """
 
 from __future__ import annotations
@@ -20,9 +24,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import openai
-
 from ctxengine_host import ContextHost
+
+try:
+    import openai
+except ImportError:
+    sys.exit(
+        "openai_agent_loop: the openai package is not installed: pip install openai "
+        "(or pip install 'ctxengine-host[examples]')"
+    )
 
 SYSTEM_PROMPT = (
     "You are a helpful coding assistant. Use the tools to look at files in the current "
@@ -97,11 +107,49 @@ def assistant_dict(message: Any) -> dict[str, Any]:
     return out
 
 
+class SetupError(Exception):
+    """A setting to fix before the example can run; the message names it."""
+
+
+def settings() -> tuple[str, int]:
+    """The model and the context window, from the environment, checked."""
+    if not os.environ.get("OPENAI_API_KEY"):
+        raise SetupError(
+            "OPENAI_API_KEY is not set: export your key (any non-empty value for a local "
+            "server that needs none)"
+        )
+    raw_length = os.environ.get("CTXENGINE_CONTEXT_LENGTH", "32768")
+    if not raw_length.isdigit() or int(raw_length) <= 0:
+        raise SetupError(f"CTXENGINE_CONTEXT_LENGTH={raw_length!r}: use a positive integer")
+    return os.environ.get("CTXENGINE_EXAMPLE_MODEL", "gpt-4o-mini"), int(raw_length)
+
+
+def setup_error(exc: Exception, client: Any, model: str) -> SetupError | None:
+    """The setting a provider error points at (None: not a setup problem)."""
+    where = f"the server at {client.base_url}"
+    if isinstance(exc, openai.APIConnectionError):
+        return SetupError(f"cannot reach {where}: set OPENAI_BASE_URL to a running server")
+    if isinstance(exc, openai.AuthenticationError):
+        return SetupError(f"{where} refused the key: check OPENAI_API_KEY")
+    if isinstance(exc, openai.NotFoundError):
+        return SetupError(f"{where} has no model {model!r}: set CTXENGINE_EXAMPLE_MODEL")
+    return None
+
+
 def run(task: str) -> str:
     """Answer ``task`` with tools; returns the final assistant text."""
+    model, context_length = settings()
     client = openai.OpenAI()  # OPENAI_BASE_URL and OPENAI_API_KEY from the environment
-    model = os.environ.get("CTXENGINE_EXAMPLE_MODEL", "gpt-4o-mini")
-    context_length = int(os.environ.get("CTXENGINE_CONTEXT_LENGTH", "32768"))
+    try:
+        return _run(task, client, model, context_length)
+    except openai.OpenAIError as exc:
+        found = setup_error(exc, client, model)
+        if found is None:
+            raise
+        raise found from exc
+
+
+def _run(task: str, client: Any, model: str, context_length: int) -> str:
     host = ContextHost.from_config(model=model, context_length=context_length)
     try:
         with host.open_session(system_prompt=SYSTEM_PROMPT, tools=LOCAL_TOOLS) as session:
@@ -154,4 +202,7 @@ def run(task: str) -> str:
 if __name__ == "__main__":
     if len(sys.argv) < 2:
         sys.exit('usage: python examples/openai_agent_loop.py "your task"')
-    print(run(" ".join(sys.argv[1:])))
+    try:
+        print(run(" ".join(sys.argv[1:])))
+    except SetupError as exc:
+        sys.exit(f"openai_agent_loop: {exc}")

@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 from ctxengine_host.host import ContextHost
+from ctxengine_host.pg import PgUnavailable, PgUrlError, SchemaBehindError
 
 
 def message_uid(session_id: str, turn_id: str, role: str) -> str:
@@ -55,4 +56,13 @@ def main(url: str, session_id: str, turns: int) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], int(sys.argv[3]))
+    if len(sys.argv) != 4 or not sys.argv[3].isdigit():
+        sys.exit("usage: python examples/postgres_gateway.py POSTGRES_URL SESSION_ID TURNS")
+    if not sys.argv[1].startswith(("postgresql://", "postgres://")):
+        sys.exit(f"postgres_gateway: {sys.argv[1]!r} is not a postgresql://HOST/DATABASE URL")
+    try:
+        main(sys.argv[1], sys.argv[2], int(sys.argv[3]))
+    except (PgUnavailable, PgUrlError, SchemaBehindError) as exc:
+        sys.exit(f"postgres_gateway: {exc}")  # names the URL and the fix
+    except ImportError as exc:
+        sys.exit(f"postgres_gateway: {exc}; pip install 'ctxengine-host[postgres]'")

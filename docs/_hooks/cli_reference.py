@@ -14,12 +14,17 @@ MARKER = "<!-- cli-reference -->"
 def _commands() -> list[tuple[str, argparse.ArgumentParser]]:
     from ctxengine_host.cli import build_parser
 
-    parser = build_parser(None)
-    found = [("ctxengine", parser)]
-    for action in parser._actions:  # argparse keeps subcommands only here
-        if isinstance(action, argparse._SubParsersAction):
-            found += [(f"ctxengine {name}", sub) for name, sub in action.choices.items()]
-    return found
+    def walk(
+        name: str, parser: argparse.ArgumentParser
+    ) -> list[tuple[str, argparse.ArgumentParser]]:
+        found = [(name, parser)]
+        for action in parser._actions:  # argparse keeps subcommands only here
+            if isinstance(action, argparse._SubParsersAction):
+                for sub_name, sub in action.choices.items():
+                    found += walk(f"{name} {sub_name}", sub)  # `config show` too
+        return found
+
+    return walk("ctxengine", build_parser(None))
 
 
 def on_page_markdown(markdown: str, page, **_: object) -> str:

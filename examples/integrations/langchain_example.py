@@ -8,11 +8,17 @@ Needs an OpenAI-compatible endpoint: OPENAI_API_KEY (and OPENAI_BASE_URL for ano
 
 from __future__ import annotations
 
-from langchain.agents import create_agent
-from langchain_core.messages import HumanMessage
-from langchain_core.tools import tool
-from langchain_openai import ChatOpenAI
-from langgraph.prebuilt import create_react_agent
+try:
+    from langchain.agents import create_agent
+    from langchain_core.messages import HumanMessage
+    from langchain_core.tools import tool
+    from langchain_openai import ChatOpenAI
+    from langgraph.prebuilt import create_react_agent
+except ImportError as exc:  # one line naming what to install, not a traceback
+    raise SystemExit(
+        f"langchain_example: {exc.name} is not installed: "
+        'pip install "ctxengine-host[langchain,langgraph]" langchain-openai'
+    ) from None
 
 from ctxengine_host import ContextHost
 from ctxengine_host.integrations.langchain import EngineContext

@@ -14,7 +14,12 @@ import sys
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # before litellm is imported
 
-import litellm
+try:
+    import litellm
+except ImportError as exc:  # one line naming what to install, not a traceback
+    raise SystemExit(
+        f'litellm_example: {exc.name} is not installed: pip install "ctxengine-host[litellm]"'
+    ) from None
 
 from ctxengine_host import ContextHost
 from ctxengine_host.config import SummarizerSection, load_config

@@ -10,7 +10,13 @@ from __future__ import annotations
 
 import asyncio
 
-from agents import Agent, RunConfig, Runner, function_tool
+try:
+    from agents import Agent, RunConfig, Runner, function_tool
+except ImportError as exc:  # one line naming what to install, not a traceback
+    raise SystemExit(
+        f"openai_agents_example: {exc.name} is not installed: "
+        'pip install "ctxengine-host[openai-agents]"'
+    ) from None
 
 from ctxengine_host import ContextHost
 from ctxengine_host.integrations.openai_agents import EngineSession

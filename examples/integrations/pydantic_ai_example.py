@@ -12,9 +12,15 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from pydantic_ai import Agent
-from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+try:
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+except ImportError as exc:  # one line naming what to install, not a traceback
+    raise SystemExit(
+        f"pydantic_ai_example: {exc.name} is not installed: "
+        'pip install "ctxengine-host[pydantic-ai]"'
+    ) from None
 
 from ctxengine_host import ContextHost
 from ctxengine_host.integrations.pydantic_ai import EngineHistory

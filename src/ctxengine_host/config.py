@@ -13,7 +13,7 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -95,13 +95,16 @@ class CtxConfig(_Section):
     engines: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 
+ConfigSource = Literal["flag", "env", "local", "user", "none"]
+
+
 @dataclass
 class LoadedConfig:
     """The effective config and where it came from (``path`` None: defaults only)."""
 
     config: CtxConfig = field(default_factory=CtxConfig)
     path: Path | None = None
-    source: Literal["flag", "env", "local", "user", "none"] = "none"
+    source: ConfigSource = "none"
 
     def engine_block(self, name: str) -> dict[str, Any]:
         """The raw ``[engines.<name>]`` block (empty when absent)."""
@@ -121,9 +124,28 @@ def parse_config(text: str, origin: str = "<string>") -> CtxConfig:
     except InputLimitError as exc:
         raise ConfigError(f"{exc}; flatten it") from exc
     try:
-        return CtxConfig.model_validate(raw)
+        # Strict: a value of the wrong TOML type ("4096", "false") is an error, not coerced.
+        config = CtxConfig.model_validate(raw, strict=True)
     except ValidationError as exc:
         raise ConfigError(f"{origin}: {describe_validation_error(exc)}") from exc
+    problems = engine_block_problems(config.engines)
+    if problems:
+        raise ConfigError(f"{origin}: {'; '.join(problems)}")
+    return config
+
+
+def engine_block_problems(engines: dict[str, Any]) -> list[str]:
+    """The host's key in each ``[engines.<name>]`` block, ``enabled``, must be a boolean
+    (the rest of the block is the engine's to validate)."""
+    problems = []
+    for name, block in engines.items():
+        value = block.get("enabled", True)
+        if not isinstance(value, bool):
+            problems.append(
+                f"key 'engines.{name}.enabled': must be true or false, without quotes "
+                f"(got {value!r})"
+            )
+    return problems
 
 
 def describe_validation_error(exc: ValidationError) -> str:
@@ -156,4 +178,5 @@ def load_config(explicit: str | os.PathLike[str] | None = None) -> LoadedConfig:
         raise ConfigError(
             f"config file {path} is not UTF-8 text (byte {exc.start}); save it as UTF-8"
         ) from exc
-    return LoadedConfig(config=parse_config(text, str(path)), path=path, source=source)
+    origin = cast(ConfigSource, source)  # find_config_file names one of these
+    return LoadedConfig(config=parse_config(text, str(path)), path=path, source=origin)

@@ -438,9 +438,9 @@ def _build_listing(
                 )
     entries = list(installed)
     for entry in scan_directory_engines(directory):
-        claims = by_name.get(entry.name)
-        if claims:
-            claims[0].warnings.append(
+        claimed = by_name.get(entry.name)
+        if claimed:
+            claimed[0].warnings.append(
                 f"directory engine at {entry.location} also claims '{entry.name}'; "
                 f"the installed distribution wins"
             )

@@ -125,11 +125,13 @@ class ContextEngine(abc.ABC):
     def on_session_start(self, session_id: str, **kwargs: Any) -> None:
         """No-op by default."""
 
-    def bootstrap(self, session_id: str, messages: list[dict[str, Any]], runtime_settings: Any):
+    def bootstrap(
+        self, session_id: str, messages: list[dict[str, Any]], runtime_settings: Any
+    ) -> Any:
         """No-op by default."""
         return None
 
-    def ingest(self, session_id: str, messages: list[dict[str, Any]]):
+    def ingest(self, session_id: str, messages: list[dict[str, Any]]) -> Any:
         """No-op by default."""
         return None
 
@@ -141,16 +143,16 @@ class ContextEngine(abc.ABC):
         incoming_message: dict[str, Any] | None = None,
         budget_tokens: int = 0,
         runtime_settings: Any = None,
-    ):
+    ) -> Any:
         """No change by default."""
         return None
 
     def on_turn_complete(
-        self, messages: Sequence[dict[str, Any]], usage: dict | None = None, **kwargs: Any
+        self, messages: Sequence[dict[str, Any]], usage: dict[str, Any] | None = None, **kwargs: Any
     ) -> None:
         """No-op by default."""
 
-    def maintain(self, session_id: str, runtime_settings: Any, transcript: Any):
+    def maintain(self, session_id: str, runtime_settings: Any, transcript: Any) -> Any:
         """No-op by default."""
         return None
 
@@ -213,7 +215,7 @@ class ContextEngine(abc.ABC):
 
     def prepare_subagent_spawn(
         self, parent_session_id: str, child_session_id: str, context_mode: str, ttl_s: float | None
-    ):
+    ) -> Any:
         """No rollback needed by default."""
         return None
 

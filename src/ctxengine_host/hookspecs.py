@@ -93,7 +93,9 @@ class ContractSpec:
         """
 
     @hookspec(firstresult=True)
-    def bootstrap(self, session_id: str, messages: list[dict[str, Any]], runtime_settings: Any):
+    def bootstrap(
+        self, session_id: str, messages: list[dict[str, Any]], runtime_settings: Any
+    ) -> Any:
         """Import an existing history, once per engine and session.
 
         Example:
@@ -141,7 +143,7 @@ class ContractSpec:
 
     @hookspec(firstresult=True)
     def on_turn_complete(
-        self, messages: Sequence[dict[str, Any]], usage: dict | None = None
+        self, messages: Sequence[dict[str, Any]], usage: dict[str, Any] | None = None
     ) -> None:
         """Observe a finished turn (the messages of the turn and its usage).
 

@@ -92,8 +92,12 @@ class ContextHost:
         self.strict_alternation = strict_alternation
         # A counter may be given (e.g. integrations.litellm's, with the provider's tokenizer).
         self.counter = counter or TokenCounter(self.model, encoding or cfg.context.encoding)
-        plugins = self._load_plugins() if observers is None else None
-        self.observers = list(observers) if observers is not None else plugins.objects
+        plugins = None
+        if observers is None:
+            plugins = self._load_plugins()
+            self.observers = plugins.objects
+        else:
+            self.observers = list(observers)
         self.summarizer = SummarizerService(
             cfg.summarizer,
             self.counter,
@@ -292,7 +296,7 @@ class ContextHost:
 
     def prepare_engine(self, guard: EngineGuard) -> None:
         """Give an engine the config's thresholds, then ``update_model`` (host build, clones)."""
-        engine = guard.engine
+        engine: Any = guard.engine
         context = getattr(engine, "context", None)
         store_id = getattr(self.store, "store_id", None)
         if isinstance(context, EngineContext) and context.store_id is None and store_id:

@@ -29,7 +29,7 @@ from .bridge import engine_plugin_manager
 from .coroutines import CoroutineRunner
 from .engine import ContextEngine
 from .hookspecs import ContractSpec
-from .quarantine import QuarantineLog
+from .quarantine import QuarantineSink
 from .signatures import implemented_methods
 from .summarizer.errors import SummarizerError
 
@@ -302,7 +302,7 @@ class EngineGuard:
         *,
         pool: WorkerPool,
         timeouts: Timeouts,
-        quarantine: QuarantineLog,
+        quarantine: QuarantineSink,
         make_default: Callable[[], EngineHandle],
         on_fallback: Callable[[EngineGuard], None] | None = None,
     ) -> None:

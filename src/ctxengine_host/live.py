@@ -65,7 +65,7 @@ class LiveView:
     def load(self, rows: Iterable[StoredMessage]) -> list[str]:
         """Fill the view from stored rows; returns the rule problems found (rows kept anyway)."""
         problems = []
-        entries = []
+        entries: list[LiveEntry] = []
         for row in rows:
             problem = self.state.problem(row.message, len(entries))
             if problem:

@@ -152,7 +152,7 @@ class _Worker:
         self.conn = conn
         self.spec = spec
         self.refs: dict[int, Any] = {}
-        self.keep: list[object] = []  # a clone's prototype, disposed on exit
+        self.keep: list[Any] = []  # a clone's prototype, disposed on exit
         self.mirror: dict[int, dict[str, Any]] = {}  # messages sent, by the host item's id
 
     # ------------------------------------------------------------ services

@@ -15,6 +15,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Protocol
 
 from filelock import FileLock
 
@@ -36,6 +37,12 @@ def default_quarantine_path() -> Path:
     """``CTXENGINE_QUARANTINE_FILE`` or ``<data dir>/quarantine.jsonl``."""
     override = os.environ.get(QUARANTINE_FILE_ENV)
     return Path(override).expanduser() if override else user_data_dir() / "quarantine.jsonl"
+
+
+class QuarantineSink(Protocol):
+    """Where resolution and the engine guard record a quarantine (a log, or a collector)."""
+
+    def record(self, engine: str, method: str, reason: str, /) -> object: ...
 
 
 class QuarantineLog:

@@ -4,11 +4,15 @@ Precedence: ``--engine`` (flag), ``CTXENGINE_ENGINE`` (env), ``[context] engine`
 (config), then the default ``legacy``. ``""``, ``"none"``, ``"legacy"`` and
 ``"compressor"`` all mean the default.
 
-Resolution imports only the selected engine. When it is missing, broken, or
-fails the contract check, the failure is recorded in the quarantine log and
-the default engine runs (then the built-in last resort if ``legacy`` itself is
-not usable). Two distributions claiming the selected name, and host
-requirements the host cannot meet, are errors: guessing would be worse.
+Resolution imports only the selected engine. When it is broken or fails the
+contract check, the failure is recorded in the quarantine log and the default
+engine runs; an engine that is not installed at all (a typo, most often) falls
+back the same way but leaves no quarantine record: there is nothing to
+quarantine. The command line refuses such a selection (exit 2) with
+:func:`unknown_slot_message`, whatever the source of the name. After the
+default comes the built-in last resort, if ``legacy`` itself is not usable.
+Two distributions claiming the selected name, and host requirements the host
+cannot meet, are errors: guessing would be worse.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ if TYPE_CHECKING:
 
     from .config import LoadedConfig
     from .context import EngineContext
-    from .quarantine import QuarantineLog
+    from .quarantine import QuarantineSink
 
 ENGINE_ENV = "CTXENGINE_ENGINE"
 DEFAULT_ENGINE = "legacy"
@@ -52,6 +56,10 @@ def _warn(message: str, *args: Any) -> None:
 
 class EngineSelectionError(ValueError):
     """The selected engine cannot be resolved safely; the message names the fix."""
+
+
+class UnknownEngineError(EngineSelectionError):
+    """The slot names an engine that no distribution or plugins directory provides."""
 
 
 class HostRequirementsError(EngineSelectionError):
@@ -120,6 +128,59 @@ def unknown_engine_message(name: str, entries: Iterable[EngineEntry]) -> str:
     )
 
 
+def slot_origin(choice: SlotChoice, config_path: str | Path | None = None) -> tuple[str, str]:
+    """Where the slot value came from, and how to change it there."""
+    if choice.source == "flag":
+        return (
+            "the explicit engine choice (--engine, or ContextHost's engine argument)",
+            "pass an available name there",
+        )
+    if choice.source == "env":
+        return (
+            f"the environment variable {ENGINE_ENV}={choice.configured!r}",
+            f"set {ENGINE_ENV} to an available name, or unset it",
+        )
+    where = str(config_path) if config_path else "the config file"
+    return (
+        f"[context] engine in {where}",
+        f"run `ctxengine use NAME` or edit [context] engine in {where}",
+    )
+
+
+def unknown_slot_message(
+    choice: SlotChoice, entries: Iterable[EngineEntry], config_path: str | Path | None = None
+) -> str:
+    """The one message for an unknown engine, whichever source named it."""
+    origin, fix = slot_origin(choice, config_path)
+    return f"{unknown_engine_message(choice.name, entries)} (selected by {origin}; to fix: {fix})"
+
+
+def slot_may_exist(name: str, entries: Iterable[EngineEntry]) -> bool:
+    """False when nothing can provide ``name``: no entry claims it, and no directory
+    engine is left whose own engine name is still unknown (it might be ``name``)."""
+    from .directory_names import recorded_engine_name
+
+    entries = list(entries)
+    if name == DEFAULT_ENGINE or find_entries(name, entries):
+        return True
+    return any(
+        e.source == "directory"
+        and e.error is None
+        and e.location
+        and recorded_engine_name(Path(e.location)) is None
+        for e in entries
+    )
+
+
+def check_slot_known(
+    choice: SlotChoice, entries: Iterable[EngineEntry], config_path: str | Path | None = None
+) -> None:
+    """Raise :class:`UnknownEngineError` when the selected engine cannot exist here."""
+    entries = list(entries)
+    if not slot_may_exist(choice.name, entries):
+        raise UnknownEngineError(unknown_slot_message(choice, entries, config_path))
+
+
 def duplicate_claim_message(name: str, claims: Sequence[EngineEntry]) -> str:
     """Two or more distributions claim one engine id: name them all."""
     owners = " and ".join(f"'{c.distribution}' ({c.value})" for c in claims)
@@ -135,7 +196,7 @@ def resolve_engine(
     *,
     make_context: Callable[[str], EngineContext],
     capabilities: frozenset[str] | None = None,
-    quarantine: QuarantineLog | None = None,
+    quarantine: QuarantineSink | None = None,
     entries: list[EngineEntry] | None = None,
 ) -> ResolvedEngine:
     """Construct the selected engine, or the default with the reason it could not be used."""
@@ -171,8 +232,8 @@ def resolve_engine(
     engine = None
     if not claims:
         found = probe_directory_engines(name, entries, loaded, make_context)
-        if found is None:
-            return fall_back(unknown_engine_message(name, entries), record=True)
+        if found is None:  # not installed: a typo is not a fault to quarantine
+            return fall_back(unknown_slot_message(choice, entries, loaded.path), record=False)
         claims, engine = [found[0]], found[1]
     installed = [c for c in claims if c.source == "entry-point"]
     if len(installed) > 1:

@@ -386,7 +386,7 @@ class SQLiteTranscriptStore:
         with self._transaction():
             existing = self._session(session_id)
             if existing is not None:
-                updates = {"updated_at": now, "ended_at": None}
+                updates: dict[str, Any] = {"updated_at": now, "ended_at": None}
                 if system_prompt is not None:
                     updates["system_prompt"] = system_prompt
                 if tools is not None:
@@ -612,7 +612,7 @@ def session_from_row(row: Sequence[Any], created: bool = False) -> SessionRow:
     """A session row (the six plain columns, tools as JSON text or NULL, then optionally
     the reset flag)."""
     pending = bool(row[7]) if len(row) > 7 else False
-    return SessionRow(
+    return SessionRow(  # type: ignore[misc, call-arg]  # mypy cannot count the splat
         *row[:6], json.loads(row[6]) if row[6] else None, created=created, reset_pending=pending
     )
 

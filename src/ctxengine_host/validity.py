@@ -257,7 +257,7 @@ def merge_alternation(messages: list[Message]) -> list[Message]:
             and isinstance(prev.get("content"), str)
             and isinstance(message.get("content"), str)
         )
-        if not mergeable:
+        if not mergeable or prev is None:
             out.append(message)
             continue
         merged = dict(prev)

@@ -24,7 +24,7 @@ def open_lcm_store(settings: LcmConfig, data_dir: Path) -> LcmStore:
                 f"[engines.lcm] database is a PostgreSQL URL but {exc.name} is not installed; "
                 "run: pip install 'ctxengine-lcm[postgres]'"
             ) from None
-        return PgLcmStore(settings.database, settings.grep_regex_timeout_seconds)
+        return PgLcmStore(str(settings.database), settings.grep_regex_timeout_seconds)
     from .sqlite_store import SqliteStore
 
     return SqliteStore(

@@ -72,6 +72,8 @@ class LcmEngine(ContextEngine):
     display_name = "Lossless Context Management"
     owns_compaction = True
     config_model = LcmConfig
+    #: Always set: the constructor makes a standalone context when none is given.
+    context: EngineContext
 
     def __init__(
         self, config: LcmConfig | dict | None = None, context: EngineContext | None = None
@@ -86,7 +88,7 @@ class LcmEngine(ContextEngine):
         self._conversation_id: int | None = None
         #: (index, uid) of the newest live-view message known to be stored with everything
         #: before it: the next check starts after it.
-        self._checked: tuple[int, str] | None = None
+        self._checked: tuple[int, str | None] | None = None
         self._warned_no_insert = False
         self._last_assembly: tuple[tuple, list[Message], AssembleResult] | None = None
         #: (conversation id, context version, items): the active context as last read or
@@ -330,7 +332,7 @@ class LcmEngine(ContextEngine):
             bool(self.threshold_tokens) and tokens >= self.threshold_tokens
         ) or self._context_tokens() >= limit
 
-    def should_compress_preflight(self, messages: list[Message]) -> bool:
+    def should_compress_preflight(self, messages: Sequence[Message]) -> bool:
         limit = self._compaction_threshold()
         return bool(limit) and self._context_tokens() >= limit
 
@@ -381,7 +383,7 @@ class LcmEngine(ContextEngine):
         self,
         request_messages: list[Message],
         *,
-        conversation_messages: list[Message] | None = None,
+        conversation_messages: Sequence[Message] | None = None,
         incoming_message: Message | None = None,
         budget_tokens: int = 0,
         runtime_settings: Any = None,
@@ -423,7 +425,9 @@ class LcmEngine(ContextEngine):
             finalize,
             task=pinned_task(items),
         )
-        covers = [span for s in sent_summaries if (span := self._summary_span(s)) is not None]
+        covers: list[str | tuple[str, str]] = [
+            span for s in sent_summaries if (span := self._summary_span(s)) is not None
+        ]
         result = AssembleResult(
             messages=messages,
             estimated_tokens=tokens,
@@ -519,8 +523,8 @@ class LcmEngine(ContextEngine):
         for message_id, stored in self.store.messages_by_id(missing_messages).items():
             cache[("message", message_id)] = context_message(stored, preview)
         role = self.settings.summary_role
-        for summary_id, stored in self.store.summaries_by_id(missing_summaries).items():
-            cache[("summary", summary_id)] = summary_message(stored, role)
+        for summary_id, summary in self.store.summaries_by_id(missing_summaries).items():
+            cache[("summary", summary_id)] = summary_message(summary, role)
         self._rendered = cache
         counts = {id(cache[k]): i.token_count for k, i in zip(keys, items, strict=True)}
         for k in keys:

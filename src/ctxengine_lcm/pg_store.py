@@ -515,9 +515,11 @@ class PgLcmStore(StoreCommon):
         )
         params = [*phrases, *phrases, *scope_params, cap, *pool_params, limit, *long_params]
         rows = self._search(sql, params)
-        kind = "message" if target == "messages" else "summary"
+        kind: Literal["message", "summary"] = "message" if target == "messages" else "summary"
         return [
-            SearchHit(kind, *r[:7], float(r[7]), lineage=kind == "message", covered_by=r[8])
+            SearchHit(  # type: ignore[misc, call-arg]  # mypy cannot count the splat
+                kind, *r[:7], float(r[7]), lineage=kind == "message", covered_by=r[8]
+            )
             for r in rows
         ]
 
@@ -622,7 +624,11 @@ class PgLcmStore(StoreCommon):
             "AND (g.expires_at IS NULL OR g.expires_at > %s) ORDER BY g.id",
             (session_id, session_id, now),
         )
-        grants = [Grant(*r[1:8], conversation_ids=list(r[8])) for r in rows if r[1] is not None]
+        grants = [
+            Grant(*r[1:8], conversation_ids=list(r[8]))  # type: ignore[misc]  # a splat
+            for r in rows
+            if r[1] is not None
+        ]
         return list(rows[0][0]), grants
 
     # Health.

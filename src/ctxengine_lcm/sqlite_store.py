@@ -602,7 +602,7 @@ class SqliteStore(StoreCommon):
             else:
                 sql = select + f" ORDER BY {fts}.rowid DESC LIMIT ?"
                 rows = self._conn.execute(sql, [fts_query, *scope_params, limit]).fetchall()
-        kind = "message" if target == "messages" else "summary"
+        kind: Literal["message", "summary"] = "message" if target == "messages" else "summary"
         return [
             SearchHit(kind, r[0], r[1], r[2], r[3], r[4], r[5], r[6], float(r[7])) for r in rows
         ]

@@ -38,7 +38,7 @@ class DeadlinePassed(Exception):
 
 def message_from_row(row: Sequence[Any]) -> StoredMessage:
     """A message row (``_MESSAGE_COLUMNS`` order); ``externalized`` is stored as an integer."""
-    return StoredMessage(*row[:11], bool(row[11]), row[12], row[13])
+    return StoredMessage(*row[:11], bool(row[11]), row[12], row[13])  # type: ignore[call-arg]
 
 
 def summary_insert_params(conversation_id: int, summary: NewSummary) -> tuple[Any, ...]:
@@ -96,7 +96,7 @@ def appended(
     (ordinal, message id): the ids come from the database, everything else is known."""
     items = [
         ContextItem(ordinal, "message", ref, m.context_tokens, -1, m.role)
-        for (ordinal, ref), m in zip(sorted(item_rows), fresh, strict=True)
+        for (ordinal, ref), m in zip(sorted(item_rows, key=tuple), fresh, strict=True)
     ]
     stored = [
         StoredMessage(id=i.ref_id, conversation_id=conversation_id, seq=first_seq + n, **vars(m))
@@ -132,7 +132,7 @@ def _scan_page_sql(
 
 def _scan_hits(target: str, rows: Sequence[Sequence[Any]]) -> tuple[list[SearchHit], int]:
     """One page of a recency scan as hits, and the cursor the next page starts below."""
-    kind = "message" if target == "messages" else "summary"
+    kind: Literal["message", "summary"] = "message" if target == "messages" else "summary"
     hits = [SearchHit(kind, r[0], r[1], r[2], r[3], r[4], r[5], r[6]) for r in rows]
     cursor = rows[-1][5] if target == "messages" else rows[-1][0]
     return hits, cursor

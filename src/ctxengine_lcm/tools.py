@@ -12,7 +12,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal, cast
 
 import regex
 
@@ -36,6 +36,7 @@ _CHARS_PER_TOKEN_GUESS = 4
 #: An integer argument written as text: ASCII digits, an optional sign, at most 18 digits
 #: (a longer number has no meaning here and would overflow the stores' integers).
 _INT_TEXT = re.compile(r"^\s*[+-]?[0-9]{1,18}\s*\Z")
+SearchTarget = Literal["messages", "summaries"]
 _MAX_INT = 10**18
 #: What a regex may expand to when compiled (see search.regex_cost_problem): 100,000
 #: elements compile in about 40 ms; group nesting past 32 levels is refused too.
@@ -159,7 +160,7 @@ def _get(
     choices: tuple[str, ...] | None = None,
     minimum: int | None = None,
 ) -> Any:
-    value = args.get(name, default)
+    value: Any = args.get(name, default)
     if value is None:
         return default
     if isinstance(value, bool) and kind is not bool:
@@ -176,7 +177,7 @@ def _get(
         raise ToolArgumentError(f"'{name}' must be {_type_name(kind)} (got {type(value).__name__})")
     if choices is not None and value not in choices:
         raise ToolArgumentError(f"'{name}' must be one of {', '.join(choices)} (got {value!r})")
-    if minimum is not None and value < minimum:
+    if minimum is not None and cast(Any, value) < minimum:  # a number by now
         raise ToolArgumentError(f"'{name}' must be at least {minimum} (got {value})")
     return value
 
@@ -232,7 +233,7 @@ class ToolRunner:
             until = parse_time(args.get("until"), "until")
         except ValueError as exc:
             raise ToolArgumentError(str(exc)) from None
-        targets = ["messages", "summaries"] if scope == "both" else [scope]
+        targets: list[SearchTarget] = ["messages", "summaries"] if scope == "both" else [scope]
         result: dict[str, Any] = {"pattern": pattern, "mode": mode, "scope": scope, "sort": sort}
         budget = WorkBudget(
             time.monotonic() + cfg.grep_time_budget_seconds, cfg.grep_max_statements
@@ -265,7 +266,7 @@ class ToolRunner:
     def _fulltext(
         self,
         pattern: str,
-        targets: list[str],
+        targets: list[SearchTarget],
         since: float | None,
         until: float | None,
         limit: int,
@@ -330,7 +331,11 @@ class ToolRunner:
         its beginning)."""
         whole = self.config.grep_whole_text_chars
         snippets: dict[tuple[str, int], str] = {}
-        for kind, target in (("message", "messages"), ("summary", "summaries")):
+        kinds: tuple[tuple[str, SearchTarget], ...] = (
+            ("message", "messages"),
+            ("summary", "summaries"),
+        )
+        for kind, target in kinds:
             long_ids = [h.id for h in hits if h.kind == kind and len(h.text) > whole]
             if not long_ids or not budget.spend():
                 continue
@@ -347,7 +352,7 @@ class ToolRunner:
         self,
         pattern: str,
         ignore_case: bool,
-        targets: list[str],
+        targets: list[SearchTarget],
         since: float | None,
         until: float | None,
         limit: int,
@@ -516,7 +521,7 @@ class ToolRunner:
     def _covering_item(self, kind: str, obj: StoredMessage | StoredSummary) -> str | None:
         """The id of the active context item that holds or covers ``obj`` (None: an old
         context, e.g. before a reset). Found by sequence range among the context items."""
-        seq = obj.seq if kind == "message" else obj.first_seq
+        seq = obj.seq if isinstance(obj, StoredMessage) else obj.first_seq
         items = self.store.context_items(obj.conversation_id)
         for item in items:
             if item.kind == kind and item.ref_id == obj.id:
@@ -543,7 +548,7 @@ class ToolRunner:
                 max_tokens = self.config.expand_max_tokens
                 if grant is not None:
                     max_tokens = min(max_tokens, grant.token_cap - grant.tokens_used)
-            out = {"id": message_ref(obj.id), "kind": "message"}
+            out: dict[str, Any] = {"id": message_ref(obj.id), "kind": "message"}
             out.update(
                 self._message_page(
                     obj, {**args, "max_tokens": max_tokens}, _shell_tokens(out, self.count)

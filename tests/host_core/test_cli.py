@@ -101,7 +101,7 @@ def test_engines_shows_duplicate_claims(cli, site):
     make_dist(site, "tpe-two", "1", {ENGINE_GROUP: {"twin": "tpe_twin_two:Engine"}})
     result = cli("engines")
     assert result.returncode == 0
-    assert "also claimed by distribution 'tpe-two'" in result.stdout
+    assert "also claimed by distribution 'tpe-two'" in result.stderr  # a warning
 
 
 def test_doctor_ok_json(cli):
@@ -117,13 +117,11 @@ def test_doctor_fails_when_configured_engine_is_not_installed(cli):
     config = cli.workdir / "ctxengine.toml"
     config.write_text('[context]\nengine = "lcn"\n')
     result = cli("doctor")
-    assert result.returncode == 1
-    assert "unknown engine 'lcn'" in result.stdout and "Did you mean 'lcm'" in result.stdout
-    assert "from config" in result.stdout and str(config) in result.stdout
+    assert result.returncode == 2  # bad input, as for every command and every source
+    assert "unknown engine 'lcn'" in result.stderr and "Did you mean 'lcm'" in result.stderr
+    assert "from config" in result.stdout and f"[context] engine in {config}" in result.stderr
     report = json.loads(cli("doctor", "--json").stdout)
-    assert (
-        report["quarantine"]["count"] >= 1 and report["quarantine"]["recent"][0]["engine"] == "lcn"
-    )
+    assert report["quarantine"]["count"] == 0  # a typo is not a fault to quarantine
     assert config.read_text() == '[context]\nengine = "lcn"\n'  # configured value kept
 
 
@@ -132,13 +130,13 @@ def test_doctor_duplicate_claim_names_both(cli, site):
     make_dist(site, "tpe-two", "1", {ENGINE_GROUP: {"twin": "tpe_twin_two:Engine"}})
     result = cli("doctor", "--engine", "twin")
     assert result.returncode == 1
-    assert "'tpe-one'" in result.stdout and "'tpe-two'" in result.stdout
+    assert "'tpe-one'" in result.stderr and "'tpe-two'" in result.stderr
 
 
 def test_doctor_flag_wins_over_env(cli, site):
     install(site, "tpe-flagged", "flagged")
     report = json.loads(
-        cli("--engine", "flagged", "doctor", "--json", env={"CTXENGINE_ENGINE": "lcm"}).stdout
+        cli("doctor", "--engine", "flagged", "--json", env={"CTXENGINE_ENGINE": "lcm"}).stdout
     )
     assert report["slot"]["source"] == "flag" and report["engine"]["name"] == "flagged"
 
@@ -194,7 +192,9 @@ def test_wrong_type_names_file_key_and_type(cli):
     assert "context.reserve_output_tokens" in result.stderr and "integer" in result.stderr
     config.write_text("[context]\nengine = 3\n")
     listed = cli("engines", "--config", str(config))
-    assert listed.returncode == 2 and "'context.engine' must be a string" in listed.stderr
+    doctor = cli("doctor", "--config", str(config))
+    assert listed.returncode == doctor.returncode == 2 and listed.stderr == doctor.stderr
+    assert "key 'context.engine': Input should be a valid string" in listed.stderr
 
 
 def test_missing_config_file_from_flag(cli):
@@ -246,7 +246,7 @@ def test_engines_notes_a_disabled_selected_engine(cli):
     )
     result = cli("engines")
     assert result.returncode == 0 and "* lcm" in result.stdout
-    assert "enabled = false" in result.stdout
+    assert "enabled = false" in result.stderr
     report = json.loads(cli("engines", "--json").stdout)
     assert report["selected_enabled"] is False and report["selected_found"] is True
     doctor = json.loads(cli("doctor", "--json").stdout)

@@ -79,7 +79,7 @@ def test_engine_tools_are_probed_with_words_from_the_question() -> None:
 def test_bad_input_exit_code_2(tmp_path) -> None:
     missing_engine = run_cli("replay", str(SHORT), "--engine", "no-such-engine")
     assert missing_engine.returncode == 2
-    assert "engine 'no-such-engine' is not installed" in missing_engine.stderr
+    assert "unknown engine 'no-such-engine'" in missing_engine.stderr
 
     tiny = run_cli("replay", str(SHORT), "--context-length", "200")
     assert tiny.returncode == 2 and "--context-length" in tiny.stderr

@@ -23,13 +23,11 @@ def test_engine_by_name_and_from_config(tmp_path, monkeypatch):
         assert host.resolved.choice.source == "env"
 
 
-def test_an_unknown_engine_name_falls_back_with_a_record(tmp_path):
+def test_an_unknown_engine_name_falls_back_without_a_record(tmp_path):
     with ContextHost("no-such-engine", store_path=tmp_path / "a.db", observers=[]) as host:
         assert host.engine_name == "legacy" and host.resolved.fallback
         assert "unknown engine" in host.resolved.reason
-    assert [(r.engine, r.method) for r in QuarantineLog().records()] == [
-        ("no-such-engine", "resolve")
-    ]
+    assert QuarantineLog().records() == []  # a typo, not a fault of the engine
 
 
 def test_update_model_gets_the_config_thresholds_first(tmp_path):

@@ -11,15 +11,20 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from . import EXIT_BAD_INPUT, EXIT_OK, CliError, common_options
+from . import EXIT_BAD_INPUT, EXIT_OK, CliError, add_command, common_options, examples
 from .output import emit_json
 from .replay import add_run_options
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "compare",
         parents=[common_options()],
+        epilog=examples(
+            "ctxengine compare session.jsonl --engines legacy,lcm --out compare/",
+            "ctxengine compare a.jsonl b.jsonl --engines legacy,lcm --out cmp --json",
+        ),
         help="replay sessions on several engines and write a side-by-side report",
         description="Replay the same sessions through several engines; write a table, "
         "charts of request tokens per turn and a self-contained HTML report.",

@@ -13,16 +13,20 @@ import gzip
 from pathlib import Path
 from typing import Any
 
-from . import EXIT_OK, CliError, common_options
+from . import EXIT_OK, CliError, add_command, examples
 from .output import emit_json
 
 
 def register(subparsers: Any) -> None:
     from ..importers import FORMATS
 
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "convert",
-        parents=[common_options()],
+        epilog=examples(
+            "ctxengine convert --from claude-code ~/.claude/projects/x/abc.jsonl session.jsonl",
+            "ctxengine convert --from codex rollout.jsonl session.jsonl.gz --json",
+        ),
         help="convert another tool's transcript into a session file",
         description="Convert a transcript (Claude Code, Codex CLI, mini-swe-agent, SWE-agent, "
         "OpenHands, OpenAI Agents SDK, LangChain) into a session file for replay and "

@@ -3,26 +3,40 @@
 Reports the config file used, the slot and where its value came from, the
 engine resolved (and its info), the isolation mode it runs under (in process
 mode, that a worker process starts and builds it), the host requirement check, the tokenizer and
-whether it works offline, and quarantine records. Exit 1 when the selected
-engine cannot be used (the default runs instead, or selection is refused).
+whether it works offline, the real paths in use (config file, data directory,
+transcript store, quarantine file, plugins directory) and quarantine records.
+Exit 1 when the selected engine cannot be used (the default runs instead, or
+selection is refused); exit 2 when the slot names an engine that is not
+installed (the message every command gives for it). Engines that are not
+installed are not mentioned (no store line for them).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from typing import Any
 
-from . import EXIT_FAILURE, EXIT_OK, common_options
+from . import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, CliError, add_command, common_options, examples
 
 QUARANTINE_SHOWN = 20
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "doctor",
-        parents=[common_options()],
+        parents=[common_options(engine=True)],
         help="check the selected engine, the config and the tokenizer",
+        description="Check that the selected engine can be used here: the config file, "
+        "where the slot came from, the engine and its host requirements, isolation, the "
+        "tokenizer offline, the stores, the paths in use and quarantine records.",
+        epilog=examples(
+            "ctxengine doctor",
+            "ctxengine doctor --engine lcm --json",
+            "ctxengine doctor --clear-quarantine",
+        ),
     )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument(
@@ -33,6 +47,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..config import load_config
+    from ..discovery import list_engines
     from ..slot import (
         DEFAULT_ENGINE,
         EngineSelectionError,
@@ -40,12 +55,15 @@ def run(args: argparse.Namespace) -> int:
         choose_slot,
         dispose_quietly,
         resolve_engine,
+        slot_may_exist,
+        unknown_slot_message,
     )
     from .migrate import doctor_quarantine_log, storage_report
     from .support import context_factory, counter_for
 
     loaded = load_config(args.config)
     choice = choose_slot(args.engine, loaded)
+    entries = list_engines(plugins_directory=loaded.config.plugins.directory)
     quarantine = doctor_quarantine_log(args.config)
     if args.clear_quarantine:
         quarantine.clear()
@@ -56,13 +74,19 @@ def run(args: argparse.Namespace) -> int:
         "slot": {"name": choice.name, "source": choice.source, "configured": choice.configured},
         "warnings": [],
         "problems": [],
+        "unknown_engine": None
+        if slot_may_exist(choice.name, entries)
+        else unknown_slot_message(choice, entries, loaded.path),
     }
     try:
+        if report["unknown_engine"]:  # bad input, whichever source named it
+            raise EngineSelectionError(report["unknown_engine"])
         resolved = resolve_engine(
             choice,
             loaded,
             make_context=context_factory(loaded, counter),
             quarantine=quarantine,
+            entries=entries,
         )
     except EngineSelectionError as exc:
         report["ok"] = False
@@ -100,11 +124,13 @@ def run(args: argparse.Namespace) -> int:
     if not report["tokenizer"]["works_offline"]:
         report["ok"] = False
         report["problems"].append(f"tokenizer: {report['tokenizer']['error']}")
-    report["storage"] = storage_report(args.config)
+    installed = {e.name for e in entries if e.error is None}
+    report["storage"] = storage_report(args.config, installed)
     if report["storage"]["problems"]:
         report["ok"] = False
         report["problems"].extend(report["storage"]["problems"])
     records = quarantine.records()
+    report["paths"] = real_paths(loaded, quarantine)
     report["quarantine"] = {
         "path": str(quarantine.path),
         "count": len(records),
@@ -119,7 +145,27 @@ def run(args: argparse.Namespace) -> int:
         emit_json(report)
     else:
         print_report(report)
+    if report["unknown_engine"]:  # the message and exit code every command gives
+        raise CliError(report["unknown_engine"], EXIT_BAD_INPUT)
     return EXIT_OK if report["ok"] else EXIT_FAILURE
+
+
+def real_paths(loaded: Any, quarantine: Any) -> dict[str, str | None]:
+    """The files and directories this configuration uses, resolved (no placeholders)."""
+    from ..discovery import plugins_dir
+    from ..paths import user_data_dir
+    from ..pg import is_postgres_url
+    from ..store import default_store_path
+
+    store = loaded.config.store
+    transcripts = store.url if is_postgres_url(store.url) else str(default_store_path(store.path))
+    return {
+        "config_file": str(loaded.path) if loaded.path else None,
+        "data_dir": str(user_data_dir()),
+        "transcript_store": transcripts,
+        "quarantine": str(quarantine.path),
+        "plugins_dir": str(plugins_dir(loaded.config.plugins.directory)),
+    }
 
 
 def describe_engine(resolved: Any) -> dict[str, Any]:
@@ -198,7 +244,7 @@ def describe_tokenizer(counter: Any) -> dict[str, Any]:
 def print_report(report: dict[str, Any]) -> None:
     config = report["config"]
     slot = report["slot"]
-    print(f"config:     {config['path'] or '(none, defaults)'} [{config['source']}]")
+    print(f"config:     {config['path'] or '(no file, defaults)'} [{config['source']}]")
     configured = f" (value {slot['configured']!r})" if slot["configured"] is not None else ""
     print(f"slot:       {slot['name']} from {slot['source']}{configured}")
     engine = report.get("engine")
@@ -234,13 +280,19 @@ def print_report(report: dict[str, Any]) -> None:
 
     for line in storage_lines(report["storage"]):
         print(line)
+    paths = report["paths"]
+    print(f"data dir:   {paths['data_dir']}")
+    print(f"plugins:    {paths['plugins_dir']}")
     quarantine = report["quarantine"]
     print(f"quarantine: {quarantine['count']} record(s) in {quarantine['path']}")
     for rec in quarantine["recent"]:
         print(f"            {rec['when']} {rec['engine']}.{rec['method']} pid {rec['pid']}: ")
         print(f"              {rec['reason']}")
+    from .output import warn
+
     for warning in report["warnings"]:
-        print(f"warning: {warning}")
+        warn(warning)
     for problem in report["problems"]:
-        print(f"problem: {problem}")
+        if problem != report["unknown_engine"]:  # reported as the command's error
+            print(f"problem: {problem}", file=sys.stderr)
     print("ok" if report["ok"] else "NOT OK: the selected engine cannot be used")

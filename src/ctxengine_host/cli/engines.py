@@ -1,7 +1,10 @@
 """``ctxengine engines [--json] [--check]``: every engine found, and which one is selected.
 
 Without ``--check`` nothing is imported: names, versions and clashes come from
-metadata, and the slot from the raw config file (no pydantic on this path).
+metadata, and the slot from the raw config file (no pydantic on this path unless
+there is a config file: it is validated as ``doctor`` validates it, so that both
+report the same config errors). An unknown selected engine is bad input (exit 2)
+after the listing, with the message every command gives.
 """
 
 from __future__ import annotations
@@ -9,16 +12,22 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from . import EXIT_FAILURE, EXIT_OK, common_options
+from . import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, add_command, common_options, examples
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "engines",
-        parents=[common_options()],
+        parents=[common_options(engine=True)],
         help="list the engines found and the one selected",
         description="List every engine found (installed distributions, the plugins "
-        "directory, built-in) without importing any of them.",
+        "directory, built-in) without importing any of them, and mark the selected one.",
+        epilog=examples(
+            "ctxengine engines",
+            "ctxengine engines --json | jq '.engines[].name'",
+            "ctxengine engines --check        # import, construct and validate each engine",
+        ),
     )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument(
@@ -30,10 +39,14 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..configfile import find_config_file, raw_string, read_raw_config
     from ..discovery import find_entries, list_engines, plugins_dir
-    from ..slot import choose_slot_from
+    from ..slot import choose_slot_from, slot_may_exist, unknown_slot_message
 
     path, source = find_config_file(args.config)
     raw = read_raw_config(path, source)
+    if path is not None:  # the same config errors as doctor, the same exit code
+        from ..config import load_config
+
+        load_config(args.config)
     origin = str(path)
     choice = choose_slot_from(args.engine, raw_string(raw, "context", "engine", origin))
     directory = raw_string(raw, "plugins", "directory", origin)
@@ -69,6 +82,17 @@ def run(args: argparse.Namespace) -> int:
         emit_json(report)
     else:
         print_table(report)
+    if not found and not slot_may_exist(choice.name, entries):
+        from . import CliError
+
+        raise CliError(unknown_slot_message(choice, entries, path), EXIT_BAD_INPUT)
+    if not found:
+        from .output import note
+
+        note(
+            f"no engine is listed as {choice.name!r}; a directory engine may call itself "
+            "that once imported: `ctxengine engines --check` imports them"
+        )
     return EXIT_FAILURE if failed else EXIT_OK
 
 
@@ -117,6 +141,8 @@ def _caps() -> frozenset[str]:
 
 
 def print_table(report: dict[str, Any]) -> None:
+    from .output import note, warn
+
     slot = report["slot"]
     rows = report["engines"]
     width = max([len(r["name"]) for r in rows] + [4])
@@ -129,7 +155,7 @@ def print_table(report: dict[str, Any]) -> None:
         if row.get("aliases"):
             print(f"{'':{width + 4}}also selected as: {', '.join(row['aliases'])}")
         for warning in row["warnings"]:
-            print(f"{'':{width + 4}}warning: {warning}")
+            warn(f"{row['name']}: {warning}")
         if row["error"]:
             print(f"{'':{width + 4}}unusable: {row['error']}")
         check = row.get("check")
@@ -137,10 +163,8 @@ def print_table(report: dict[str, Any]) -> None:
             verdict = "ok" if check["ok"] else "FAILED: " + "; ".join(check["problems"])
             print(f"{'':{width + 4}}check: {verdict}")
     print(f"\nselected: {slot['name']} (from {slot['source']})")
-    if not report["selected_found"]:
-        print(f"warning: '{slot['name']}' is not installed; the default engine runs instead")
-    elif not report["selected_enabled"]:
-        print(
-            f"note: [engines.{slot['name']}] enabled = false in the config file; "
+    if report["selected_found"] and not report["selected_enabled"]:
+        note(
+            f"[engines.{slot['name']}] enabled = false in the config file; "
             f"the default engine runs instead"
         )

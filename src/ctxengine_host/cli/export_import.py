@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from ..limits import loads_json
-from . import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, CliError, common_options
+from . import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, CliError, add_command, common_options
+from . import examples as example_lines
 
 FORMAT = "ctxengine-archive"
 VERSION = 1
@@ -34,7 +35,14 @@ def register(subparsers: Any) -> None:
         ("export", "write sessions (transcripts and engine histories) to an archive file"),
         ("import", "load sessions from an archive file into the configured stores"),
     ):
-        parser = subparsers.add_parser(name, parents=[common_options()], help=help_text)
+        parser = add_command(
+            subparsers,
+            name,
+            parents=[common_options()],
+            help=help_text,
+            description=help_text[0].upper() + help_text[1:] + "; " + _HELP_TAIL[name],
+            epilog=example_lines(*_EXAMPLES[name]),
+        )
         parser.add_argument("file", help="archive path (JSON lines)")
         parser.add_argument(
             "--store", metavar="LOCATION", help="transcript store: path or postgresql:// URL"
@@ -52,6 +60,16 @@ def register(subparsers: Any) -> None:
                 "--session", action="append", metavar="ID", help="only this session (repeatable)"
             )
         parser.set_defaults(handler=run_export if name == "export" else run_import)
+
+
+_HELP_TAIL = {
+    "export": "SQLite or PostgreSQL, all sessions or --session ID.",
+    "import": "a session the target already has is skipped, never overwritten.",
+}
+_EXAMPLES = {
+    "export": ("ctxengine export sessions.jsonl", "ctxengine export one.jsonl --session abc123"),
+    "import": ("ctxengine import sessions.jsonl --store postgresql://127.0.0.1/agents",),
+}
 
 
 # Where things are.
@@ -252,7 +270,7 @@ def _read_archive(path: str) -> list[dict[str, Any]]:
 
 
 #: The keys of an archived session record and the type of each.
-_RECORD_SHAPE: dict[str, type] = {
+_RECORD_SHAPE: dict[str, type | tuple[type, ...]] = {
     "session_id": str, "session": dict, "rows": list, "live": list, "bootstrapped": list,
     "engines": dict,
 }  # fmt: skip

@@ -11,14 +11,18 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from . import EXIT_OK, CliError, common_options
+from . import EXIT_OK, CliError, add_command, examples
 from .output import emit_json
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "generate-session",
-        parents=[common_options()],
+        epilog=examples(
+            "ctxengine generate-session long.jsonl --turns 400 --seed 7",
+            "ctxengine generate-session loop.jsonl.gz --shape single-loop --steps 300",
+        ),
         help="write a deterministic synthetic coding-agent session with probes",
         description="Generate a long coding-agent session (tool calls, large tool outputs, "
         "topic shifts, planted facts) and its probe file. Deterministic per seed.",

@@ -10,20 +10,29 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from . import EXIT_OK, CliError, common_options
+from . import EXIT_OK, CliError, add_command, common_options, examples
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "hermes",
         help="run a ctxengine engine inside the Hermes agent",
         description="Integration with the Hermes agent (hermes-agent on PyPI).",
+        epilog=examples("ctxengine hermes install lcm"),
     )
     actions = parser.add_subparsers(dest="hermes_action", required=True)
-    install = actions.add_parser(
+    install = add_command(
+        actions,
         "install",
         parents=[common_options()],
         help="write a Hermes plugin that runs ENGINE and select it in Hermes's config",
+        description="Write a Hermes plugin under Hermes's home that runs our engine NAME, "
+        "enable it in Hermes's config.yaml and set context.engine (unless --no-select).",
+        epilog=examples(
+            "ctxengine hermes install lcm",
+            "ctxengine hermes install legacy --hermes-home ~/.hermes-test --no-select",
+        ),
     )
     install.add_argument("name", help="our engine id (lcm, legacy, ...)")
     install.add_argument(

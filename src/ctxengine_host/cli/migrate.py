@@ -12,14 +12,30 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from . import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, CliError, common_options
+from . import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILURE,
+    EXIT_OK,
+    CliError,
+    add_command,
+    common_options,
+    examples,
+)
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "migrate",
         parents=[common_options()],
         help="create or upgrade the PostgreSQL tables ([store] url, [engines.lcm] database)",
+        description="Bring every PostgreSQL schema the config names (or --url) up to date; "
+        "steps run once, in order, under an advisory lock. --check changes nothing and "
+        "exits 1 when a schema is behind.",
+        epilog=examples(
+            "ctxengine migrate",
+            "ctxengine migrate --url postgresql://127.0.0.1/agents --check",
+        ),
     )
     parser.add_argument(
         "--url", action="append", metavar="URL", help="postgresql:// URL (repeatable)"
@@ -36,7 +52,7 @@ def configured_urls(config_path: str | None) -> list[str]:
 
     cfg = load_config(config_path).config
     candidates = [cfg.store.url, (cfg.engines.get("lcm") or {}).get("database")]
-    return list(dict.fromkeys(u for u in candidates if is_postgres_url(u)))
+    return list(dict.fromkeys(str(u) for u in candidates if is_postgres_url(u)))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -82,7 +98,9 @@ def run(args: argparse.Namespace) -> int:
                 mark = "ok" if s["current"] else "BEHIND"
                 print(f"  {component:<12} version {s['applied']}/{s['latest']}  {mark}")
         if not report["ok"]:
-            print("run `ctxengine migrate` (without --check) to apply the missing steps")
+            from .output import note
+
+            note("run `ctxengine migrate` (without --check) to apply the missing steps")
     return EXIT_OK if report["ok"] else EXIT_FAILURE
 
 
@@ -90,21 +108,27 @@ def run(args: argparse.Namespace) -> int:
 # version and migration state.
 
 
-def storage_report(config_path: str | None) -> dict[str, Any]:
-    """``{"transcripts": {...}, "lcm": {...}, "problems": [...]}`` for doctor."""
+def storage_report(config_path: str | None, installed: set[str]) -> dict[str, Any]:
+    """``{"transcripts": {...}, "lcm": {...}, "problems": [...]}`` for doctor.
+
+    Real locations, never placeholders; an engine's store only when the engine is
+    ``installed`` (doctor says nothing about engines that are not).
+    """
     from ..config import load_config
+    from ..paths import user_data_dir
     from ..pg import is_postgres_url
+    from ..store import default_store_path
 
     cfg = load_config(config_path).config
-    wanted = {
-        "transcripts": cfg.store.url or cfg.store.path,
-        "lcm": (cfg.engines.get("lcm") or {}).get("database"),
-    }
+    wanted = {"transcripts": cfg.store.url or str(default_store_path(cfg.store.path))}
+    if "lcm" in installed:
+        lcm_default = user_data_dir() / "engines" / "lcm" / "lcm.db"
+        wanted["lcm"] = (cfg.engines.get("lcm") or {}).get("database") or str(lcm_default)
     report: dict[str, Any] = {"problems": []}
     described: dict[str, dict[str, Any]] = {}
     for store, location in wanted.items():
         if not is_postgres_url(location):
-            report[store] = {"backend": "sqlite", "location": location or "(default path)"}
+            report[store] = {"backend": "sqlite", "location": location}
             continue
         if location not in described:
             described[location] = _describe_server(location)
@@ -149,7 +173,9 @@ def storage_lines(storage: dict[str, Any]) -> list[str]:
     """Doctor's text lines for :func:`storage_report`."""
     lines = []
     for store, label in (("transcripts", "store:"), ("lcm", "lcm store:")):
-        info = storage[store]
+        info = storage.get(store)
+        if info is None:  # the engine is not installed
+            continue
         if info["backend"] == "sqlite":
             lines.append(f"{label:<12}sqlite {info['location']}")
         elif info.get("error"):

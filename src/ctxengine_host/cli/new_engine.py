@@ -11,13 +11,18 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from . import EXIT_BAD_INPUT, EXIT_OK, CliError
+from . import EXIT_BAD_INPUT, EXIT_OK, CliError, add_command, examples
 from .output import emit_json
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "new-engine",
+        epilog=examples(
+            "ctxengine new-engine topic-router",
+            "ctxengine new-engine topic-router ~/src/ctxengine-topic-router --json",
+        ),
         help="write a new third-party engine distribution from the template",
         description="Write ctxengine-NAME: a working sliding-window engine, its config model, "
         "contract-kit tests and a README on publishing it to PyPI.",

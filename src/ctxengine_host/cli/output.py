@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from typing import Any
 
@@ -14,5 +15,10 @@ def emit_json(data: Any) -> None:
 
 
 def warn(message: str) -> None:
-    """A warning on stderr."""
-    print(f"warning: {message}", file=sys.stderr)
+    """A warning on stderr (silenced by ``-q``), never on stdout."""
+    logging.getLogger("ctxengine.cli").warning("warning: %s", message)
+
+
+def note(message: str) -> None:
+    """A note on stderr (silenced by ``-q``): something the user may not expect."""
+    logging.getLogger("ctxengine.cli").warning("note: %s", message)

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from . import EXIT_BAD_INPUT, EXIT_OK, CliError, common_options
+from . import EXIT_BAD_INPUT, EXIT_OK, CliError, add_command, common_options, examples
 from .output import emit_json
 
 
@@ -28,12 +28,19 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "replay",
-        parents=[common_options()],
+        parents=[common_options(engine=True)],
         help="replay a session file through the active engine and report what it sent",
         description="Drive a recorded session through the runtime: each recorded assistant "
-        "message plays the provider's answer, usage is computed from the assembled request.",
+        "message plays the provider's answer, usage is computed from the assembled request. "
+        "The table goes to stdout, progress to stderr.",
+        epilog=examples(
+            "ctxengine replay examples/sessions/coding-agent.jsonl",
+            "ctxengine replay session.jsonl --engine lcm --context-length 16000 --out runs/lcm",
+            "ctxengine replay transcript.jsonl --from claude-code --json > report.json",
+        ),
     )
     parser.add_argument("file", metavar="FILE", help="session file (.jsonl, .json, .gz)")
     add_run_options(parser)

@@ -8,22 +8,29 @@ server. The protocol is in docs/bridge.md.
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from . import EXIT_OK, CliError, common_options
+from . import EXIT_OK, CliError, add_command, common_options, configure_logging, examples
 
 TOKEN_ENV = "CTXENGINE_BRIDGE_TOKEN"
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "serve",
-        parents=[common_options()],
+        parents=[common_options(engine=True)],
         help="serve the selected engine to the TypeScript gateway (JSON-RPC 2.0)",
+        description="Serve the selected engine over JSON-RPC 2.0 to the TypeScript gateway "
+        "plugin: on stdio (the default), a unix socket or 127.0.0.1 HTTP. See docs/bridge.md.",
+        epilog=examples(
+            "ctxengine serve                      # stdio, as the gateway plugin starts it",
+            "ctxengine serve --socket /run/ctxengine.sock --engine lcm",
+            "CTXENGINE_BRIDGE_TOKEN=... ctxengine serve --http 8765",
+        ),
     )
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--socket", metavar="PATH", help="listen on a unix socket (mode 0600)")
@@ -36,7 +43,9 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--store", metavar="PATH", help="transcript store (default: config)")
     parser.add_argument("--data-dir", metavar="DIR", help="engines' data directory")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log calls to stderr")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="log calls to stderr (as ctxengine -vv)"
+    )
     parser.set_defaults(handler=run)
 
 
@@ -45,14 +54,12 @@ def run(args: argparse.Namespace) -> int:
     from ..gateway_bridge.transports import make_http_server, serve_stdio, serve_unix
     from ..host import ContextHost
 
-    logging.basicConfig(
-        stream=sys.stderr,
-        level=logging.DEBUG if args.verbose else logging.WARNING,
-        format="ctxengine serve: %(levelname)s %(name)s: %(message)s",
-    )
+    if args.verbose:
+        configure_logging(2, False)
     token = os.environ.get(TOKEN_ENV, "")
     if args.http is not None and len(token) < 16:
         raise CliError(f"--http needs a token of at least 16 characters in ${TOKEN_ENV}")
+    _refuse_unknown_engine(args)
     host = ContextHost.from_config(
         args.config,
         engine=args.engine,
@@ -81,3 +88,17 @@ def run(args: argparse.Namespace) -> int:
         sessions.end_all("server-stopped")
         host.close()
     return EXIT_OK
+
+
+def _refuse_unknown_engine(args: argparse.Namespace) -> None:
+    """An unknown engine is bad input here as in every command (no silent fallback)."""
+    from ..config import load_config
+    from ..discovery import list_engines
+    from ..slot import UnknownEngineError, check_slot_known, choose_slot
+
+    loaded = load_config(args.config)
+    entries = list_engines(plugins_directory=loaded.config.plugins.directory)
+    try:
+        check_slot_known(choose_slot(args.engine, loaded), entries, loaded.path)
+    except UnknownEngineError as exc:
+        raise CliError(str(exc)) from None

@@ -12,14 +12,22 @@ import os
 from pathlib import Path
 from typing import Any
 
-from . import EXIT_BAD_INPUT, EXIT_OK, CliError, common_options
+from . import EXIT_BAD_INPUT, EXIT_OK, CliError, add_command, common_options, examples
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "use",
         parents=[common_options()],
         help="select an engine: write [context] engine to the config file",
+        description="Select an engine for every host that reads this config: write "
+        "[context] engine = NAME into the config file in use (comments kept), or into "
+        "./ctxengine.toml with --local. An engine that is not installed is refused.",
+        epilog=examples(
+            "ctxengine use lcm",
+            "ctxengine use legacy --local     # back to the default, for this directory only",
+        ),
     )
     parser.add_argument("name", help="engine id (see `ctxengine engines`); 'legacy' = default")
     parser.add_argument(
@@ -32,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
     from ..configfile import LOCAL_CONFIG_NAME, find_config_file, raw_string, read_raw_config
     from ..discovery import find_entries, list_engines
     from ..slot import DEFAULT_ALIASES, ENGINE_ENV, unknown_engine_message
+    from .output import note, warn
 
     name = args.name.strip()
     path, source = find_config_file(args.config)
@@ -52,12 +61,12 @@ def run(args: argparse.Namespace) -> int:
     print(f"engine slot set to '{name}' in {target}")
     unusable = [e for e in find_entries(name, entries) if e.error]
     if unusable:
-        print(f"warning: '{name}' cannot load as things are: {unusable[0].error}")
+        warn(f"'{name}' cannot load as things are: {unusable[0].error}")
     env = os.environ.get(ENGINE_ENV)
     if env is not None:
-        print(f"note: {ENGINE_ENV}={env!r} is set and overrides the config file")
+        note(f"{ENGINE_ENV}={env!r} is set and overrides the config file")
     if args.local and path is not None and path != target and source in ("flag", "env"):
-        print(f"note: the file in use is {path} (from {source}), not {target}")
+        note(f"the file in use is {path} (from {source}), not {target}")
     return EXIT_OK
 
 

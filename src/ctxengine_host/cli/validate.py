@@ -12,14 +12,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-from . import EXIT_BAD_INPUT, EXIT_OK, common_options
+from . import EXIT_BAD_INPUT, EXIT_OK, add_command, examples
 from .output import emit_json
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "validate",
-        parents=[common_options()],
+        epilog=examples("ctxengine validate session.jsonl", "ctxengine validate s.jsonl --strict"),
         help="check a session file (and its NAME.probes.json) for problems",
         description="Check a session file: JSON on every line, OpenAI message shapes, tool "
         "calls answered, usage fields; and its probe file when there is one.",

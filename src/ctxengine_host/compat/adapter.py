@@ -352,7 +352,7 @@ def _register_with_real_framework() -> None:
     """Make adapters pass ``isinstance(x, ContextEngine)`` of an installed framework."""
     module = sys.modules.get("agent.context_engine")
     base = getattr(module, "ContextEngine", None)
-    if module is None or is_shim(module) or not hasattr(base, "register"):
+    if module is None or base is None or is_shim(module) or not hasattr(base, "register"):
         return
     if not issubclass(FrameworkEngineAdapter, base):
         base.register(FrameworkEngineAdapter)

@@ -29,16 +29,18 @@ def _fill_context_engine(module: ModuleType) -> None:
     from ..engine import ContextEngine
     from . import framework_api
 
-    module.ContextEngine = ContextEngine
-    module.sanitize_memory_context = framework_api.sanitize_memory_context
-    module.automatic_compaction_status_message = framework_api.automatic_compaction_status_message
-    module.MEMORY_CONTEXT_MAX_CHARS = framework_api.MEMORY_CONTEXT_MAX_CHARS
+    vars(module).update(
+        ContextEngine=ContextEngine,
+        sanitize_memory_context=framework_api.sanitize_memory_context,
+        automatic_compaction_status_message=framework_api.automatic_compaction_status_message,
+        MEMORY_CONTEXT_MAX_CHARS=framework_api.MEMORY_CONTEXT_MAX_CHARS,
+    )
 
 
 def _fill_context_compressor(module: ModuleType) -> None:
     from . import framework_api
 
-    module.resolve_model_threshold = framework_api.resolve_model_threshold
+    vars(module).update(resolve_model_threshold=framework_api.resolve_model_threshold)
 
 
 def _fill_auxiliary_client(module: ModuleType) -> None:

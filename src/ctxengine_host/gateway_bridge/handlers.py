@@ -292,7 +292,8 @@ def rollback_subagent_spawn(
 
 def on_subagent_ended(sessions: BridgeSessions, params: dict[str, Any], call: ClientCall) -> Any:
     key = require_str(params, "childSessionKey", "onSubagentEnded")
-    reason = params.get("reason") if isinstance(params.get("reason"), str) else "completed"
+    given = params.get("reason")
+    reason = given if isinstance(given, str) else "completed"
     sessions.subagent_ended(key, reason)
     return None
 

@@ -211,7 +211,7 @@ class _Builder:
         request = self._user_request()
         spoken = [(f, old) for f, old in plants if old or not f.in_tool_output]
         logged = [f for f, old in plants if not old and f.in_tool_output]
-        notes = [f.old_statement if old else f.statement for f, old in spoken]
+        notes = [(f.old_statement or "") if old else f.statement for f, old in spoken]
         text = "\n\n".join([*notes, request]) if notes else request
         self.messages.append({"role": "user", "content": text})
         for fact, old in spoken:
@@ -272,8 +272,8 @@ class _Builder:
             log_fact = None
         thought = rng.choice((None, None, filler.sentence(self.rng)))
         self.messages.append({"role": "assistant", "content": thought, "tool_calls": calls})
-        for output, fact in outputs:
-            self.messages.append(output)
+        for tool_message, fact in outputs:
+            self.messages.append(tool_message)
             if fact is not None:
                 self.planted.append((fact, len(self.messages) - 1, turn))
 

@@ -50,7 +50,8 @@ def read(text: str) -> Imported:
         if line["type"] == "assistant":
             blocks = _blocks(message.get("content"), ASSISTANT_BLOCKS, imported)
             last = imported.messages[-1] if imported.messages else None
-            if previous_id and message.get("id") == previous_id and last["role"] == "assistant":
+            same_message = previous_id and message.get("id") == previous_id
+            if same_message and last is not None and last["role"] == "assistant":
                 last["content"].extend(blocks)
                 continue
             previous_id = message.get("id")

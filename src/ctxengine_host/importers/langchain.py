@@ -101,7 +101,7 @@ def _content(content: Any, imported: Imported) -> Any:
     """LangChain content: text, or a list of blocks (text and images kept)."""
     if not isinstance(content, list):
         return "" if content is None else content
-    parts = []
+    parts: list[dict[str, Any]] = []
     for block in content:
         if isinstance(block, str):
             parts.append({"type": "text", "text": block})

@@ -47,7 +47,7 @@ def _mini_responses(messages: list[Any]) -> Imported:
     for message in messages:
         if not isinstance(message, dict):
             continue
-        extra = message.get("extra") if isinstance(message.get("extra"), dict) else {}
+        extra: dict[str, Any] = message["extra"] if isinstance(message.get("extra"), dict) else {}
         if message.get("role") == "exit":
             imported.drop("exit records (the run's outcome, not sent to the model)")
         elif message.get("object") == "response":

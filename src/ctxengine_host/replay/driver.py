@@ -100,12 +100,16 @@ def _load_probes(path: str | Path, session: ParsedSession, explicit: str | None)
 def _open_host(options: ReplayOptions, store_path: Path) -> ContextHost:
     from .. import ContextHost
     from ..config import ConfigError, load_config
+    from ..discovery import list_engines
     from ..quarantine import QuarantineLog
-    from ..slot import EngineSelectionError
+    from ..slot import EngineSelectionError, check_slot_known, choose_slot
 
     try:
         loaded = load_config(options.config_path)
-        check_engine_installed(options.engine, loaded.config.plugins.directory)
+        # An unknown engine from any source (flag, environment, config) is bad input.
+        choice = choose_slot(options.engine, loaded)
+        entries = list_engines(plugins_directory=loaded.config.plugins.directory)
+        check_slot_known(choice, entries, loaded.path)
         return ContextHost(
             options.engine,
             model=options.model or loaded.config.context.model or DEFAULT_MODEL,
@@ -123,20 +127,20 @@ def _open_host(options: ReplayOptions, store_path: Path) -> ContextHost:
         raise ReplayInputError(str(exc)) from exc
 
 
-def check_engine_installed(name: str | None, plugins_directory: str | None = None) -> None:
-    """Refuse an engine named on the command line that no distribution or directory provides."""
-    if not name or name in ("none", "legacy", "compressor"):
-        return
-    from ..discovery import find_entries, list_engines
+def check_engine_installed(
+    name: str | None, plugins_directory: str | None = None, option: str = "--engines"
+) -> None:
+    """Refuse an engine named by ``option`` that no distribution or directory provides."""
+    from ..discovery import list_engines
+    from ..slot import canonical_engine_name, slot_may_exist, unknown_engine_message
 
+    name = canonical_engine_name(name)
     entries = list_engines(plugins_directory=plugins_directory)
-    if find_entries(name, entries) or any(e.source == "directory" and e.loadable for e in entries):
-        return
-    known = ", ".join(sorted({e.name for e in entries})) or "none"
-    raise ReplayInputError(
-        f"engine '{name}' is not installed (installed: {known}); install its distribution "
-        f"(e.g. pip install ctxengine-{name}) or choose one with --engine"
-    )
+    if not slot_may_exist(name, entries):
+        raise ReplayInputError(
+            f"{unknown_engine_message(name, entries)} (selected by the {option} option; "
+            f"to fix: pass available names to {option})"
+        )
 
 
 def _replay(
@@ -152,7 +156,7 @@ def _replay(
         report = ReplayReport(
             session_file=parsed.source,
             engine=host.engine_name,
-            engine_requested=options.engine,
+            engine_requested=host.resolved.choice.name,  # from any source
             engine_fallback=host.resolved.fallback,
             engine_reason=host.resolved.reason,
             model=host.counter.model,

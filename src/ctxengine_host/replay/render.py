@@ -145,7 +145,11 @@ def summary_lines(report: ReplayReport) -> list[str]:
         "without a summary",
         f"faults    {s['quarantines']} quarantines"
         + (f" (first at turn {first_quarantine})" if first_quarantine else "")
-        + f", {s['fallback_turns']} turns in fallback mode (the default engine ran)",
+        + (
+            f", every turn on the default engine ({report.engine_requested} was not used)"
+            if report.engine_fallback
+            else f", {s['fallback_turns']} turns in fallback mode (the default engine ran)"
+        ),
         f"time      {s['wall_seconds']:.2f}s wall, {s['engine_ms_total']:.0f}ms in the engine",
     ]
     if s["window_too_small"]:

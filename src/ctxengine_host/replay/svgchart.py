@@ -82,8 +82,8 @@ def line_chart(
 ) -> str:
     """An SVG document plotting each series (name -> [(x, y)]), each binned to at most
     :data:`MAX_POINTS` points (the last value of each bin)."""
-    series = {name: [(b.x, b.last) for b in bin_series(values)] for name, values in series.items()}
-    points = [p for values in series.values() for p in values]
+    binned = {name: [(b.x, b.last) for b in bin_series(values)] for name, values in series.items()}
+    points = [p for values in binned.values() for p in values]
     max_x = max((x for x, _ in points), default=1) or 1
     max_y = max([y for _, y in points] + ([limit] if limit else []) + [1])
     step = _nice_step(max_y)
@@ -138,7 +138,7 @@ def line_chart(
             'stroke="#555" stroke-dasharray="6 4"/>'
         )
         out.append(f'<text x="{LEFT + plot_w + 6}" y="{y + 4:.1f}">{escape(limit_label)}</text>')
-    for n, (name, values) in enumerate(series.items()):
+    for n, (name, values) in enumerate(binned.items()):
         color = PALETTE[n % len(PALETTE)]
         path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in values)
         out.append(f'<polyline fill="none" stroke="{color}" stroke-width="1.5" points="{path}"/>')

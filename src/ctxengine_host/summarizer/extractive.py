@@ -209,7 +209,7 @@ def make_unit(
 
 
 def _previous_units(previous: str, terms: tuple[str, ...], max_chars: int) -> list[Unit]:
-    units = []
+    units: list[Unit] = []
     for line in previous.splitlines():
         stripped = line.strip()
         if not stripped or stripped.startswith("#") or stripped.lower().startswith("focus:"):

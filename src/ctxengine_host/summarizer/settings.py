@@ -6,7 +6,7 @@ are checked here so that a typo names the key, the backend and the fix.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -76,7 +76,7 @@ def parse_backend_settings(section: Any) -> BackendSettings:
         choices = ", ".join(sorted(_MODELS))
         raise ConfigError(f"[summarizer] backend {backend!r} is unknown; use one of {choices}")
     try:
-        return model.model_validate({**raw, "backend": backend})
+        return cast(BackendSettings, model.model_validate({**raw, "backend": backend}))
     except ValidationError as exc:
         raise ConfigError(
             f"[summarizer] (backend {backend!r}): {describe_validation_error(exc)}"

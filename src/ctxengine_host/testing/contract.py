@@ -718,7 +718,7 @@ def _listing_problems(name: str) -> list[str]:
     return [f"listing {name!r} warns: {w}" for e in entries for w in e.warnings]
 
 
-_RESULT_MODELS = {
+_RESULT_MODELS: dict[str, type[Any]] = {
     "bootstrap": BootstrapResult,
     "ingest": IngestResult,
     "maintain": MaintenanceResult,

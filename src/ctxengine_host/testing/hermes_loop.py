@@ -93,7 +93,7 @@ def run_hermes_loop(
             {"prompt_tokens": tokens, "completion_tokens": 12, "total_tokens": tokens + 12}
         )
         if report.messages_sent >= grep_at and not report.grep_answer:
-            call = {"id": f"call_{turn}", "type": "function"}
+            call: dict[str, Any] = {"id": f"call_{turn}", "type": "function"}
             call["function"] = {"name": "lcm_grep", "arguments": '{"pattern": "vault code"}'}
             history.append({"role": "assistant", "content": "", "tool_calls": [call]})
             answer = adapter.handle_tool_call(
