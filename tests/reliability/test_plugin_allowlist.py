@@ -85,7 +85,7 @@ def test_nothing_off_the_allowlist_is_imported(hostile, allow):
     done = run(hostile, CTXENGINE_LOAD_PLUGINS=allow)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.splitlines()[-1])["used"] == ["legacy", "legacy"]
-    for args in (["engines", "--check"], ["--engine", "evil", "doctor"], ["engines", "--json"]):
+    for args in (["engines", "--check"], ["doctor", "--engine", "evil"], ["engines", "--json"]):
         cli(hostile, *args, CTXENGINE_LOAD_PLUGINS=allow)
     assert imported(hostile) == []
 
@@ -133,7 +133,7 @@ def test_a_directory_engine_cannot_pass_for_ours_by_its_manifest_name(tmp_path, 
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.splitlines()[-1])["used"] != claimed
     exe = Path(sys.executable).with_name("ctxengine")
-    for args in (["engines", "--check"], ["--engine", claimed, "doctor"]):
+    for args in (["engines", "--check"], ["doctor", "--engine", claimed]):
         subprocess.run([str(exe), *args], env=env, capture_output=True, timeout=120)
     listing = subprocess.run(
         [str(exe), "engines", "--json"], env=env, capture_output=True, text=True, timeout=120
