@@ -77,32 +77,43 @@ def leaf_chunk(
     min_tokens: int = MIN_LEAF_SOURCE_TOKENS,
     pinned: int | None = None,
 ) -> list[int]:
-    """Indexes of the oldest raw run outside the tail, tool results kept with their call.
+    """Indexes of the oldest raw run outside the tail worth a summary, tool results kept
+    with their call; empty when there is none.
 
     The run stops before the message that would take it over ``chunk_tokens``, unless it
     is still under ``min_tokens``: a chunk too small to be worth a summary would stall
     every sweep (e.g. a small message followed by a large one, or a tiny chunk size).
     The ``pinned`` item (the task) is never part of a run: runs stop before it and the
-    next one starts after it.
+    next one starts after it. A run that a summary or the task cuts off under
+    ``min_tokens`` is passed over for the next one (a previous turn's task, pinned while
+    its tool loop was summarized, now sits alone between summaries).
     """
-    first = next((i for i in range(tail_start) if items[i].kind == "message" and i != pinned), None)
-    if first is None:
-        return []
-    end, tokens = first, 0
-    while end < tail_start and items[end].kind == "message" and end != pinned:
-        over = tokens + items[end].token_count > chunk_tokens
-        if end > first and over and tokens >= min_tokens:
-            break
-        tokens += items[end].token_count
-        end += 1
-    while (
-        end < tail_start
-        and items[end].kind == "message"
-        and items[end].role == "tool"
-        and end != pinned
-    ):
-        end += 1
-    return list(range(first, end))
+    start = 0
+    while True:
+        first = next(
+            (i for i in range(start, tail_start) if items[i].kind == "message" and i != pinned),
+            None,
+        )
+        if first is None:
+            return []
+        end, tokens = first, 0
+        while end < tail_start and items[end].kind == "message" and end != pinned:
+            over = tokens + items[end].token_count > chunk_tokens
+            if end > first and over and tokens >= min_tokens:
+                break
+            tokens += items[end].token_count
+            end += 1
+        while (
+            end < tail_start
+            and items[end].kind == "message"
+            and items[end].role == "tool"
+            and end != pinned
+        ):
+            tokens += items[end].token_count
+            end += 1
+        if tokens >= min_tokens:
+            return list(range(first, end))
+        start = end
 
 
 def condense_run(items: Sequence[ContextItem], fanin: int, under_pressure: bool) -> list[int]:
@@ -182,8 +193,6 @@ class Compactor:
             if not run and (total > target or (force and report.leaf_passes == 0)):
                 tail = fresh_tail_start(items, cfg, reference)
                 chunk = leaf_chunk(items, tail, cfg.leaf_chunk_tokens, pinned=pinned_task(items))
-                if sum(items[i].token_count for i in chunk) < MIN_LEAF_SOURCE_TOKENS:
-                    chunk = []  # a summary (with its header) would not be smaller
             if not run and not chunk:
                 report.stopped = "done" if total <= target else "nothing-compactable"
                 break
