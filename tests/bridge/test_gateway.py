@@ -237,8 +237,8 @@ def test_gateway_turns_run_through_our_engine(gateway, engine):
         # a server the plugin started again ("restarting it and retrying" on stderr when
         # the call that met the dead server was the plugin's own).
         assert any(r["killed"] for r in requests), "the server was not killed"
-    # A second turn: the history outgrows our engine's threshold while it is committed
-    # (the engines keep the newest user turn whole, so one turn alone never compacts).
+    # A second turn: the history outgrows our engine's threshold again while it is
+    # committed (compaction also runs inside each turn's tool loop).
     gateway.start_model()
     again = gateway.agent(session, "Once more, please.")
     assert again.returncode == 0, (again.stdout + again.stderr)[-4000:]
