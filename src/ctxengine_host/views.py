@@ -164,7 +164,7 @@ class CopyOnWriteMessages(MessagesView):
     def __delitem__(self, index: Any) -> None:
         self._edit("__delitem__", index)
 
-    def __iadd__(self, other: Sequence[Message]) -> CopyOnWriteMessages:
+    def __iadd__(self, other: Sequence[Message]) -> CopyOnWriteMessages:  # type: ignore[override,misc]
         self._edit("extend", other)
         return self
 
