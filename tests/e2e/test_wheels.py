@@ -194,7 +194,8 @@ def test_wheels_third_party_engine_selection_and_clash(venv):
     assert all(c["warnings"] for c in claims)
     clash = ctxengine(venv, "doctor", check=False)
     assert clash.returncode == 1
-    assert "'tpe-tiny'" in clash.stdout and "'tpe-tiny-clone'" in clash.stdout
+    said = clash.stdout + clash.stderr  # problems and warnings go to stderr
+    assert "'tpe-tiny'" in said and "'tpe-tiny-clone'" in said
     assert not (root / "c").exists()
 
     # --check imports every engine (the marker mechanism does detect imports), and our
