@@ -14,6 +14,7 @@ schemas have the same shape, :class:`ctxengine_host.pg.Schema`, applied by
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -93,3 +94,18 @@ def upgrade(conn: sqlite3.Connection, schema: SqliteSchema, location: str) -> tu
         raise
     conn.execute("COMMIT")
     return before, schema.latest
+
+
+def enable_wal(db: sqlite3.Connection, timeout: float) -> None:
+    """Switch a store file to WAL. Two processes opening the same new file race for the
+    switch, and SQLite answers the loser "database is locked" at once (its busy timeout
+    does not apply to a journal-mode change): retry for up to ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.05)

@@ -28,7 +28,7 @@ from filelock import FileLock, Timeout
 from .faults import fault_point
 from .models import PERSISTENCE_ONLY_FIELDS
 from .paths import user_data_dir
-from .sqlite_schema import SchemaTooNew, SqliteSchema, upgrade
+from .sqlite_schema import SchemaTooNew, SqliteSchema, enable_wal, upgrade
 
 Message = dict[str, Any]
 
@@ -337,7 +337,7 @@ class SQLiteTranscriptStore:
             self._db = sqlite3.connect(
                 str(self.path), check_same_thread=False, isolation_level=None, timeout=30.0
             )
-            self._db.execute("PRAGMA journal_mode=WAL")
+            enable_wal(self._db, timeout=30.0)
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA foreign_keys=ON")
             with self._lock:

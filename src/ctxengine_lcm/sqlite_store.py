@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
-from ctxengine_host.sqlite_schema import SchemaTooNew, SqliteSchema, upgrade
+from ctxengine_host.sqlite_schema import SchemaTooNew, SqliteSchema, enable_wal, upgrade
 
 from .faults import fault_point
 from .render import stored_digest
@@ -236,6 +236,7 @@ class SqliteStore(StoreCommon):
         self.path = str(path)
         Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
+        self._busy_timeout = busy_timeout_seconds
         self._conn = sqlite3.connect(
             self.path,
             timeout=busy_timeout_seconds,
@@ -253,7 +254,7 @@ class SqliteStore(StoreCommon):
 
     def _setup(self) -> None:
         conn = self._conn
-        conn.execute("PRAGMA journal_mode=WAL")
+        enable_wal(conn, timeout=self._busy_timeout)
         # WAL + NORMAL: a commit is atomic and consistent; a process crash loses nothing
         # committed (the WAL is in the OS's hands), a power loss may lose the newest
         # transactions but never corrupts the file (docs/lcm.md, "Durability").
