@@ -58,6 +58,18 @@ class GeneratedSession:
     probes: list[Probe]
 
 
+def session_header(**generator: Any) -> dict[str, Any]:
+    """The header line of a generated session: format, tools, and how it was generated
+    (``generator`` fields in the order given, after the generator's name)."""
+    return {
+        HEADER_KEY: {
+            "format_version": FORMAT_VERSION,
+            "tools": TOOLS,
+            "generator": {"name": "ctxengine generate-session", **generator},
+        }
+    }
+
+
 def default_probe_count(turns: int) -> int:
     """About one probe per 40 turns, at least 8, never more than a third of the turns."""
     return max(1, min(max(8, turns // 40), turns // 3, 50))
@@ -79,19 +91,9 @@ def generate_session(turns: int, seed: int, probes: int | None = None) -> Genera
         builder.turn(turn, plants.get(turn, []))
     probe_list = builder.probes()
     _scrub(builder.messages, probe_list)
-    header = {
-        HEADER_KEY: {
-            "format_version": FORMAT_VERSION,
-            "tools": TOOLS,
-            "generator": {
-                "name": "ctxengine generate-session",
-                "generator_version": GENERATOR_VERSION,
-                "turns": turns,
-                "seed": seed,
-                "probes": len(probe_list),
-            },
-        }
-    }
+    header = session_header(
+        generator_version=GENERATOR_VERSION, turns=turns, seed=seed, probes=len(probe_list)
+    )
     return GeneratedSession(header, builder.messages, probe_list)
 
 
@@ -107,20 +109,13 @@ def generate_single_loop(steps: int, seed: int, probes: int | None = None) -> Ge
     build_single_loop(builder, steps, count)
     probe_list = builder.probes()
     _scrub(builder.messages, probe_list)
-    header = {
-        HEADER_KEY: {
-            "format_version": FORMAT_VERSION,
-            "tools": TOOLS,
-            "generator": {
-                "name": "ctxengine generate-session",
-                "generator_version": SINGLE_LOOP_VERSION,
-                "shape": "single-loop",
-                "steps": steps,
-                "seed": seed,
-                "probes": len(probe_list),
-            },
-        }
-    }
+    header = session_header(
+        generator_version=SINGLE_LOOP_VERSION,
+        shape="single-loop",
+        steps=steps,
+        seed=seed,
+        probes=len(probe_list),
+    )
     return GeneratedSession(header, builder.messages, probe_list)
 
 

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..probes import Probe
-from ..sessionfile import FORMAT_VERSION, HEADER_KEY, message_text
-from . import TOOLS, GeneratedSession
+from ..sessionfile import message_text
+from . import GeneratedSession, session_header
 
 REALISTIC_VERSION = "realistic-1"
 COMPONENTS = ("invoices", "exports", "webhooks", "search", "billing", "uploads", "reports")
@@ -179,20 +179,13 @@ def generate_realistic_session(tool_calls: int, seed: int) -> GeneratedSession:
         for i, plant in enumerate(loop.plants)
     ]
     _check_plants(loop.messages, probes)
-    header = {
-        HEADER_KEY: {
-            "format_version": FORMAT_VERSION,
-            "tools": TOOLS,
-            "generator": {
-                "name": "ctxengine generate-session",
-                "generator_version": REALISTIC_VERSION,
-                "shape": "realistic",
-                "tool_calls": tool_calls,
-                "seed": seed,
-                "probes": len(probes),
-            },
-        }
-    }
+    header = session_header(
+        generator_version=REALISTIC_VERSION,
+        shape="realistic",
+        tool_calls=tool_calls,
+        seed=seed,
+        probes=len(probes),
+    )
     return GeneratedSession(header, loop.messages, probes)
 
 
