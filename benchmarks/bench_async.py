@@ -22,10 +22,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from ctxengine_host.aio import AsyncContextHost
 from ctxengine_host.config import LoadedConfig
-from ctxengine_host.engine import ContextEngine
-from ctxengine_host.host import ContextHost
+from ctxengine_host.contract.engine import ContextEngine
+from ctxengine_host.runtime.aio import AsyncContextHost
+from ctxengine_host.runtime.host import ContextHost
 
 
 class NeverCompacts(ContextEngine):

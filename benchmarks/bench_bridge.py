@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxengine_host.gateway_bridge.shapes import to_openai
-from ctxengine_host.host import ContextHost
+from ctxengine_host.runtime.host import ContextHost
 
 TARGET_MS = 1.0
 WORDS = [

@@ -28,12 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from ctxengine_host.config import LoadedConfig, parse_config
-from ctxengine_host.host import ContextHost
-from ctxengine_host.quarantine import QuarantineLog
+from ctxengine_host.runtime.host import ContextHost
+from ctxengine_host.stores.quarantine import QuarantineLog
 
 ECHO_ENGINE = textwrap.dedent(
     """
-    from ctxengine_host.engine import ContextEngine
+    from ctxengine_host.contract.engine import ContextEngine
 
 
     class EchoEngine(ContextEngine):

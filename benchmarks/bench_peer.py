@@ -120,8 +120,8 @@ def rss_mib() -> float:
 
 def build_ours(data: Path) -> tuple[Any, dict[str, Any]]:
     from ctxengine_host.compat import FrameworkEngineAdapter
+    from ctxengine_host.runtime.tokens import TokenCounter
     from ctxengine_host.testing.context import kit_engine_context
-    from ctxengine_host.tokens import TokenCounter
     from ctxengine_lcm.engine import LcmEngine
 
     engine = LcmEngine(context=kit_engine_context("lcm", data, TokenCounter("gpt-4")))

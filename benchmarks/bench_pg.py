@@ -34,8 +34,8 @@ from urllib.parse import urlsplit, urlunsplit
 import bench_lcm_scale as scale
 import psycopg
 
-from ctxengine_host.context import EngineContext
-from ctxengine_host.pg import migrate, parse_url
+from ctxengine_host.contract.context import EngineContext
+from ctxengine_host.stores.pg import migrate, parse_url
 from ctxengine_lcm.engine import LcmEngine
 
 SAMPLES = 40
@@ -107,7 +107,7 @@ def stored_messages(engine: LcmEngine) -> int:
 
 def worker(config: str, seconds: float, start_at: float, tag: str) -> None:
     """Drive sessions turn after turn from ``start_at`` for ``seconds``; print the count."""
-    from ctxengine_host.host import ContextHost
+    from ctxengine_host.runtime.host import ContextHost
 
     words = " ".join(scale._WORDS[:120])
     with ContextHost.from_config(config, model="gpt-4", context_length=8192) as host:
@@ -215,7 +215,7 @@ def main() -> None:
             figures["turns_per_s"] = rates
             figures["load_average"] = [round(x, 1) for x in os.getloadavg()]
     finally:
-        from ctxengine_host.pg import close_pools
+        from ctxengine_host.stores.pg import close_pools
 
         close_pools()
         with psycopg.connect(args.server, autocommit=True) as conn:

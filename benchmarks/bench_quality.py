@@ -22,11 +22,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ctxengine_host.generator import generate_session, write_session
-from ctxengine_host.generator.realistic import generate_realistic_session
 from ctxengine_host.replay.driver import ReplayOptions, replay_file
+from ctxengine_host.replay.generator import generate_session, write_session
+from ctxengine_host.replay.generator.realistic import generate_realistic_session
 from ctxengine_host.replay.quality import evaluate_summaries
-from ctxengine_host.sessionfile import load_session
+from ctxengine_host.replay.sessionfile import load_session
 
 SETS = {
     "tuning": [("realistic", 1), ("realistic", 2), ("realistic", 3), ("multi-turn", 7)],

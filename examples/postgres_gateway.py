@@ -16,8 +16,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ctxengine_host.host import ContextHost
-from ctxengine_host.pg import PgUnavailable, PgUrlError, SchemaBehindError
+from ctxengine_host.runtime.host import ContextHost
+from ctxengine_host.stores.pg import PgUnavailable, PgUrlError, SchemaBehindError
 
 
 def message_uid(session_id: str, turn_id: str, role: str) -> str:

@@ -10,17 +10,17 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from . import _moved
 from ._version import __version__
 
+_moved.install()  # old module paths (before the subpackages) keep working until 0.2.0
+
 if TYPE_CHECKING:  # what a type checker sees; at run time ``__getattr__`` imports lazily
-    from .aio import AsyncContextHost, AsyncSession
     from .config import ConfigError, LoadedConfig, load_config
-    from .context import EngineContext
-    from .discovery import EngineEntry, list_engines
-    from .engine import ContextEngine
-    from .hookspecs import hookimpl
-    from .host import ContextHost
-    from .models import (
+    from .contract.context import EngineContext
+    from .contract.engine import ContextEngine
+    from .contract.hookspecs import hookimpl
+    from .contract.models import (
         HOST_CAPABILITIES,
         PERSISTENCE_ONLY_FIELDS,
         AssembleResult,
@@ -33,45 +33,54 @@ if TYPE_CHECKING:  # what a type checker sees; at run time ``__getattr__`` impor
         RuntimeSettings,
         SummaryResult,
     )
-    from .session import CompactionEvent, ProviderRequest, Session, TurnReport
-    from .slot import EngineSelectionError, ResolvedEngine, SlotChoice, choose_slot, resolve_engine
-    from .tokens import TokenCounter
-    from .validation import validate_engine
+    from .discovery.engines import EngineEntry, list_engines
+    from .discovery.slot import (
+        EngineSelectionError,
+        ResolvedEngine,
+        SlotChoice,
+        choose_slot,
+        resolve_engine,
+    )
+    from .discovery.validation import validate_engine
+    from .runtime.aio import AsyncContextHost, AsyncSession
+    from .runtime.host import ContextHost
+    from .runtime.session import CompactionEvent, ProviderRequest, Session, TurnReport
+    from .runtime.tokens import TokenCounter
 
 _LAZY: dict[str, str] = {
-    "ContextEngine": "ctxengine_host.engine",
-    "EngineContext": "ctxengine_host.context",
-    "hookimpl": "ctxengine_host.hookspecs",
-    "AssembleResult": "ctxengine_host.models",
-    "BootstrapResult": "ctxengine_host.models",
-    "CompactResult": "ctxengine_host.models",
-    "EngineInfo": "ctxengine_host.models",
-    "HostRequirement": "ctxengine_host.models",
-    "IngestResult": "ctxengine_host.models",
-    "MaintenanceResult": "ctxengine_host.models",
-    "RuntimeSettings": "ctxengine_host.models",
-    "SummaryResult": "ctxengine_host.models",
-    "HOST_CAPABILITIES": "ctxengine_host.models",
-    "PERSISTENCE_ONLY_FIELDS": "ctxengine_host.models",
-    "TokenCounter": "ctxengine_host.tokens",
+    "ContextEngine": "ctxengine_host.contract.engine",
+    "EngineContext": "ctxengine_host.contract.context",
+    "hookimpl": "ctxengine_host.contract.hookspecs",
+    "AssembleResult": "ctxengine_host.contract.models",
+    "BootstrapResult": "ctxengine_host.contract.models",
+    "CompactResult": "ctxengine_host.contract.models",
+    "EngineInfo": "ctxengine_host.contract.models",
+    "HostRequirement": "ctxengine_host.contract.models",
+    "IngestResult": "ctxengine_host.contract.models",
+    "MaintenanceResult": "ctxengine_host.contract.models",
+    "RuntimeSettings": "ctxengine_host.contract.models",
+    "SummaryResult": "ctxengine_host.contract.models",
+    "HOST_CAPABILITIES": "ctxengine_host.contract.models",
+    "PERSISTENCE_ONLY_FIELDS": "ctxengine_host.contract.models",
+    "TokenCounter": "ctxengine_host.runtime.tokens",
     "load_config": "ctxengine_host.config",
     "LoadedConfig": "ctxengine_host.config",
     "ConfigError": "ctxengine_host.config",
-    "EngineEntry": "ctxengine_host.discovery",
-    "list_engines": "ctxengine_host.discovery",
-    "SlotChoice": "ctxengine_host.slot",
-    "ResolvedEngine": "ctxengine_host.slot",
-    "EngineSelectionError": "ctxengine_host.slot",
-    "choose_slot": "ctxengine_host.slot",
-    "resolve_engine": "ctxengine_host.slot",
-    "validate_engine": "ctxengine_host.validation",
-    "ContextHost": "ctxengine_host.host",
-    "AsyncContextHost": "ctxengine_host.aio",
-    "AsyncSession": "ctxengine_host.aio",
-    "Session": "ctxengine_host.session",
-    "ProviderRequest": "ctxengine_host.session",
-    "TurnReport": "ctxengine_host.session",
-    "CompactionEvent": "ctxengine_host.session",
+    "EngineEntry": "ctxengine_host.discovery.engines",
+    "list_engines": "ctxengine_host.discovery.engines",
+    "SlotChoice": "ctxengine_host.discovery.slot",
+    "ResolvedEngine": "ctxengine_host.discovery.slot",
+    "EngineSelectionError": "ctxengine_host.discovery.slot",
+    "choose_slot": "ctxengine_host.discovery.slot",
+    "resolve_engine": "ctxengine_host.discovery.slot",
+    "validate_engine": "ctxengine_host.discovery.validation",
+    "ContextHost": "ctxengine_host.runtime.host",
+    "AsyncContextHost": "ctxengine_host.runtime.aio",
+    "AsyncSession": "ctxengine_host.runtime.aio",
+    "Session": "ctxengine_host.runtime.session",
+    "ProviderRequest": "ctxengine_host.runtime.session",
+    "TurnReport": "ctxengine_host.runtime.session",
+    "CompactionEvent": "ctxengine_host.runtime.session",
 }
 
 # Written out (not derived from _LAZY) so that linters and type checkers see it;

@@ -14,7 +14,7 @@ from .store import LcmStore
 
 def open_lcm_store(settings: LcmConfig, data_dir: Path) -> LcmStore:
     """Open the store ``settings.database`` names (psycopg is imported only for a URL)."""
-    from ctxengine_host.pg import is_postgres_url
+    from ctxengine_host.stores.pg import is_postgres_url
 
     if is_postgres_url(settings.database):
         try:

@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
-from ctxengine_host.pg import (
+from ctxengine_host.stores.pg import (
     PgTarget,
     PgUnavailable,
     Schema,

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
-from ctxengine_host.sqlite_schema import SchemaTooNew, SqliteSchema, enable_wal, upgrade
+from ctxengine_host.stores.sqlite_schema import SchemaTooNew, SqliteSchema, enable_wal, upgrade
 
 from .faults import fault_point
 from .render import stored_digest

@@ -15,14 +15,14 @@ import math
 import time
 from typing import Any
 
-from ctxengine_host.context import EngineContext
-from ctxengine_host.engine import ContextEngine
-from ctxengine_host.messages import content_text
-from ctxengine_host.models import CompactResult, SummaryResult
+from ctxengine_host.contract.context import EngineContext
+from ctxengine_host.contract.engine import ContextEngine
+from ctxengine_host.contract.messages import content_text
+from ctxengine_host.contract.models import CompactResult, SummaryResult
+from ctxengine_host.contract.tasktext import shorten_task, summarize_with, task_limit
+from ctxengine_host.contract.usage import apply_usage
+from ctxengine_host.runtime.tokens import REPLY_PRIMER_TOKENS, TokenCounter, message_digest
 from ctxengine_host.summarizer import SummarizerError, SummarizerService
-from ctxengine_host.tasktext import shorten_task, summarize_with, task_limit
-from ctxengine_host.tokens import REPLY_PRIMER_TOKENS, TokenCounter, message_digest
-from ctxengine_host.usage import apply_usage
 
 from ._version import __version__
 from .boundaries import Plan, plan_boundaries

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ctxengine_host.messages import content_text
+from ctxengine_host.contract.messages import content_text
 from ctxengine_host.summarizer import salient_lines
 from ctxengine_host.summarizer.render import brief_arguments
 

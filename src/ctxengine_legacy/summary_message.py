@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from ctxengine_host.messages import content_text
+from ctxengine_host.contract.messages import content_text
 
 Message = dict[str, Any]
 

@@ -12,11 +12,11 @@ import urllib.request
 
 import pytest
 
-from ctxengine_host.engine import ContextEngine
+from ctxengine_host.contract.engine import ContextEngine
 from ctxengine_host.gateway_bridge.server import Connection
 from ctxengine_host.gateway_bridge.sessions import BridgeSessions
 from ctxengine_host.gateway_bridge.transports import make_http_server, serve_unix
-from ctxengine_host.host import ContextHost
+from ctxengine_host.runtime.host import ContextHost
 
 from .client import assistant, user
 

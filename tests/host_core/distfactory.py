@@ -48,7 +48,7 @@ def engine_module(
     engine_name: str,
     extra: str = "",
     marker: Path | None = None,
-    base: str = "ctxengine_host.engine",
+    base: str = "ctxengine_host.contract.engine",
 ) -> str:
     """Source of a module defining a minimal valid engine (optionally touching ``marker``).
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxengine_host.discovery import ENGINE_GROUP
+from ctxengine_host.discovery.engines import ENGINE_GROUP
 
 from .distfactory import engine_module, make_dist
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ctxengine_host import hookspecs
-from ctxengine_host.engine import ContextEngine
+from ctxengine_host.contract.engine import ContextEngine
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 HOOKS = [(spec, name) for spec in (hookspecs.ContractSpec, hookspecs.PluginSpec)
@@ -34,9 +34,9 @@ def test_every_hookspec_has_a_docstring_with_an_example(spec, name):
 def test_the_reference_pages_render_the_specs_and_the_base_class():
     reference = (DOCS / "reference" / "contract.md").read_text(encoding="utf-8")
     for target in (
-        "ctxengine_host.hookspecs.ContractSpec",
-        "ctxengine_host.hookspecs.PluginSpec",
-        "ctxengine_host.engine.ContextEngine",
+        "ctxengine_host.contract.hookspecs.ContractSpec",
+        "ctxengine_host.contract.hookspecs.PluginSpec",
+        "ctxengine_host.contract.engine.ContextEngine",
     ):
         assert f"::: {target}" in reference, target
 

@@ -6,7 +6,8 @@ import sys
 
 import pytest
 
-from ctxengine_host.discovery import (
+from ctxengine_host.contract.engine import ContextEngine
+from ctxengine_host.discovery.engines import (
     ENGINE_GROUP,
     EngineLoadError,
     PluginPolicy,
@@ -14,7 +15,6 @@ from ctxengine_host.discovery import (
     list_engines,
     load_engine_factory,
 )
-from ctxengine_host.engine import ContextEngine
 
 from .distfactory import engine_module, make_dist
 
@@ -48,7 +48,7 @@ def test_listing_is_cached_per_process(site):
     assert by_name(list_engines(), "one")
     make_dist(site, "tpe-two", "1", {ENGINE_GROUP: {"two": "tpe_two:E"}})
     assert not by_name(list_engines(), "two")  # cached
-    from ctxengine_host.discovery import clear_cache
+    from ctxengine_host.discovery.engines import clear_cache
 
     clear_cache()
     assert by_name(list_engines(), "two")
@@ -271,7 +271,7 @@ def test_distributions_inside_a_zip_on_the_path(tmp_path, monkeypatch):
 
 
 def test_registrar_rejects_a_second_registration_with_a_warning():
-    from ctxengine_host.discovery import EngineRegistrar
+    from ctxengine_host.discovery.engines import EngineRegistrar
 
     registrar = EngineRegistrar("reg")
     first, second = object(), object()
@@ -293,7 +293,7 @@ def test_listing_stays_cheap_yaml_only_for_yaml_manifests(tmp_path):
         (plugins / "eng" / "__init__.py").write_text("raise RuntimeError('never imported')\n")
     script = (
         "import os, sys\n"
-        "from ctxengine_host.discovery import list_engines\n"
+        "from ctxengine_host.discovery.engines import list_engines\n"
         "for folder in ('t', 'y'):\n"
         "    os.environ['CTXENGINE_PLUGINS_DIR'] = os.path.join(sys.argv[1], folder)\n"
         "    list_engines()\n"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ctxengine_host.bridge import engine_plugin_manager
-from ctxengine_host.discovery import PLUGIN_GROUP, list_engines
-from ctxengine_host.plugins import load_plugins
+from ctxengine_host.contract.bridge import engine_plugin_manager
+from ctxengine_host.discovery.engines import PLUGIN_GROUP, list_engines
+from ctxengine_host.discovery.plugins import load_plugins
 
 from .distfactory import make_dist
 from .test_slot import loaded_from, resolve

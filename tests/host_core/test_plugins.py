@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from ctxengine_host.bridge import engine_plugin_manager
-from ctxengine_host.discovery import PLUGIN_GROUP
-from ctxengine_host.plugins import load_plugins, observers, summarizer_plugin_manager
+from ctxengine_host.contract.bridge import engine_plugin_manager
+from ctxengine_host.discovery.engines import PLUGIN_GROUP
+from ctxengine_host.discovery.plugins import load_plugins, observers, summarizer_plugin_manager
 
 from .distfactory import make_dist
 from .test_validation import Good
 
 OBSERVER = """
-from ctxengine_host.hookspecs import hookimpl
+from ctxengine_host.contract.hookspecs import hookimpl
 
 calls = []
 
@@ -29,7 +29,7 @@ def ctxengine_summarize(content, target_tokens, focus_topic, previous, level):
 """
 
 OWNER = """
-from ctxengine_host.hookspecs import hookimpl
+from ctxengine_host.contract.hookspecs import hookimpl
 
 
 @hookimpl

@@ -8,16 +8,16 @@ from pathlib import Path
 import pytest
 
 from ctxengine_host.config import ConfigError, LoadedConfig, parse_config
-from ctxengine_host.context import EngineContext
-from ctxengine_host.discovery import ENGINE_GROUP, list_engines
-from ctxengine_host.quarantine import QuarantineLog
-from ctxengine_host.slot import (
+from ctxengine_host.contract.context import EngineContext
+from ctxengine_host.discovery.engines import ENGINE_GROUP, list_engines
+from ctxengine_host.discovery.slot import (
     EngineSelectionError,
     SlotChoice,
     choose_slot,
     load_default_engine,
     resolve_engine,
 )
+from ctxengine_host.stores.quarantine import QuarantineLog
 
 from .distfactory import engine_module, make_dist
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ctxengine_host.thresholds import resolve_model_threshold
+from ctxengine_host.contract.thresholds import resolve_model_threshold
 
 from .test_validation import Good
 

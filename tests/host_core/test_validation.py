@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ctxengine_host.engine import ContextEngine
-from ctxengine_host.models import HOST_CAPABILITIES
-from ctxengine_host.signatures import call_declared
-from ctxengine_host.validation import engine_info, validate_engine
+from ctxengine_host.contract.engine import ContextEngine
+from ctxengine_host.contract.models import HOST_CAPABILITIES
+from ctxengine_host.contract.signatures import call_declared
+from ctxengine_host.discovery.validation import engine_info, validate_engine
 
 
 class Good(ContextEngine):

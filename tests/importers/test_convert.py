@@ -16,7 +16,7 @@ import pytest
 from support.frameworks import framework_python
 from support.network import assert_no_escape, guarded_env
 
-from ctxengine_host.sessionfile import load_session
+from ctxengine_host.replay.sessionfile import load_session
 
 HERE = Path(__file__).parent
 SAMPLES = HERE / "samples"

@@ -19,12 +19,12 @@ from pg.fixtures import fresh_schema_url, pg_connect, pg_database  # noqa: F401 
 from pg.invariants import check_lcm_invariants
 
 from ctxengine_host.config import SummarizerSection
-from ctxengine_host.context import EngineContext
-from ctxengine_host.messages import content_text
-from ctxengine_host.models import SummaryResult
-from ctxengine_host.pg import close_pools, is_postgres_url, parse_url
+from ctxengine_host.contract.context import EngineContext
+from ctxengine_host.contract.messages import content_text
+from ctxengine_host.contract.models import SummaryResult
+from ctxengine_host.runtime.tokens import TokenCounter
+from ctxengine_host.stores.pg import close_pools, is_postgres_url, parse_url
 from ctxengine_host.summarizer import SummarizerService
-from ctxengine_host.tokens import TokenCounter
 from ctxengine_lcm.engine import LcmEngine
 
 #: The backends a ``database`` runs on.

@@ -13,7 +13,7 @@ from conftest import (
     uid,
 )
 
-from ctxengine_host.validity import sequence_problems
+from ctxengine_host.runtime.validity import sequence_problems
 
 
 def _body(result):
@@ -208,7 +208,7 @@ def test_the_system_prompt_addition_claims_summaries_only_when_the_request_has_t
 
 
 def test_a_task_over_a_quarter_of_the_budget_is_sent_shortened(tmp_path, database):
-    from ctxengine_host.tasktext import TASK_MARKER_PREFIX
+    from ctxengine_host.contract.tasktext import TASK_MARKER_PREFIX
 
     engine = make_engine(tmp_path, database=database)
     history = drive(engine, 3)

@@ -9,8 +9,8 @@ import time
 import pytest
 from conftest import FOCUS_TOPICS, check_invariants, drive, make_context, make_engine, turn
 
-from ctxengine_host.models import CompactResult
-from ctxengine_host.pg import is_postgres_url, parse_url
+from ctxengine_host.contract.models import CompactResult
+from ctxengine_host.stores.pg import is_postgres_url, parse_url
 from ctxengine_lcm.config import LcmConfig, resolve_database_path
 from ctxengine_lcm.engine import LcmEngine
 
@@ -168,7 +168,7 @@ def test_summarizer_failure_ends_the_sweep_without_raising(tmp_path, database):
 
 def test_oversized_summaries_are_cut_so_sweeps_converge(tmp_path, database):
     def verbose(content, target_tokens, focus_topic=None, previous=None):
-        from ctxengine_host.models import SummaryResult
+        from ctxengine_host.contract.models import SummaryResult
 
         return SummaryResult(text="blah " * 5000, level=0)
 

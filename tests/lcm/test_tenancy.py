@@ -15,8 +15,8 @@ import pytest
 from conftest import check_invariants, query
 
 from ctxengine_host.config import CtxConfig, LoadedConfig
-from ctxengine_host.host import ContextHost
-from ctxengine_host.store import SQLiteTranscriptStore
+from ctxengine_host.runtime.host import ContextHost
+from ctxengine_host.stores.transcript import SQLiteTranscriptStore
 
 
 def lcm_host(tmp_path: Path, app: str, database: str, **lcm) -> ContextHost:

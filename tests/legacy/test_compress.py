@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from ctxengine_host.messages import content_text
-from ctxengine_host.models import CompactResult
+from ctxengine_host.contract.messages import content_text
+from ctxengine_host.contract.models import CompactResult
 from ctxengine_host.summarizer import SummarizerError
 from ctxengine_legacy.summary_message import MARKER, is_summary_message
 

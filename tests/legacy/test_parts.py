@@ -104,7 +104,7 @@ def test_engine_info_and_configured_threshold():
 
 
 def test_select_context_ingest_and_turn_hooks_are_not_overridden():
-    from ctxengine_host.engine import ContextEngine
+    from ctxengine_host.contract.engine import ContextEngine
 
     for method in ("select_context", "ingest", "on_turn_complete"):
         assert getattr(LegacyEngine, method) is getattr(ContextEngine, method)

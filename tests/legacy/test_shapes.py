@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 from support.shapes import SHAPES, write_shape
 
-from ctxengine_host.generator import generate_single_loop, write_session
-from ctxengine_host.models import SummaryResult
+from ctxengine_host.contract.models import SummaryResult
 from ctxengine_host.replay.driver import ReplayOptions, replay_file
-from ctxengine_host.sessionfile import load_session
-from ctxengine_host.tokens import TokenCounter
+from ctxengine_host.replay.generator import generate_single_loop, write_session
+from ctxengine_host.replay.sessionfile import load_session
+from ctxengine_host.runtime.tokens import TokenCounter
 from ctxengine_legacy.engine import FOLD_NOTE_PREFIX
 from ctxengine_legacy.summary_message import is_summary_message
 
@@ -72,7 +72,7 @@ def test_once_the_summary_budget_is_spent_compactions_fold_instead_of_resummariz
 
 
 def test_a_task_over_a_quarter_of_the_budget_keeps_its_head_and_tail(make_engine):
-    from ctxengine_host.tasktext import TASK_MARKER_PREFIX
+    from ctxengine_host.contract.tasktext import TASK_MARKER_PREFIX
 
     task = "Fix the parser. " + " ".join(f"Case {i} fails on long input." for i in range(900))
     task += " Finally: run the whole suite."

@@ -6,14 +6,14 @@ import json
 import re
 from functools import cache
 
-from ctxengine_host.generator import (
+from ctxengine_host.replay.generator import (
     GENERATOR_VERSION,
     generate_session,
     generate_single_loop,
     render_jsonl,
 )
-from ctxengine_host.generator.filler import SUBSYSTEMS
-from ctxengine_host.sessionfile import message_text, parse_session, read_text
+from ctxengine_host.replay.generator.filler import SUBSYSTEMS
+from ctxengine_host.replay.sessionfile import message_text, parse_session, read_text
 
 from .conftest import LONG, SESSIONS, SHORT, run_cli
 

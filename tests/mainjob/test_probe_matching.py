@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 
-from ctxengine_host.probes import check_probes, searchable_text
 from ctxengine_host.replay import ReplayOptions, replay_file
-from ctxengine_host.sessionfile import parse_session
+from ctxengine_host.replay.probes import check_probes, searchable_text
+from ctxengine_host.replay.sessionfile import parse_session
 
 ANSWER = 'Zoë "Z" Ång'
 QUESTION = "Who owns the billing exporter?"

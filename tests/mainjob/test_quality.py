@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-from ctxengine_host.generator import render_jsonl, write_session
-from ctxengine_host.generator.realistic import INJECTION, generate_realistic_session
+from ctxengine_host.replay.generator import render_jsonl, write_session
+from ctxengine_host.replay.generator.realistic import INJECTION, generate_realistic_session
 from ctxengine_host.replay.quality import evaluate_summaries
-from ctxengine_host.sessionfile import load_session, message_text
+from ctxengine_host.replay.sessionfile import load_session, message_text
 
 
 def test_realistic_sessions_are_deterministic_valid_and_carry_the_traits(tmp_path):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import gzip
 import json
 
-from ctxengine_host.probes import check_probes
-from ctxengine_host.sessionfile import parse_session
+from ctxengine_host.replay.probes import check_probes
+from ctxengine_host.replay.sessionfile import parse_session
 
 from .conftest import LONG, SHORT, run_cli
 

@@ -11,7 +11,7 @@ from .fixtures import pg_database, pg_url  # noqa: F401  (fixtures)
 def close_connections():
     """Each test's pools closed after it: schemas per test must not pile up connections."""
     yield
-    from ctxengine_host.pg import close_pools
+    from ctxengine_host.stores.pg import close_pools
 
     close_pools()
 

@@ -45,7 +45,7 @@ def pg_database() -> Iterator[str]:
     except psycopg.OperationalError as exc:
         _unavailable(str(exc).strip().splitlines()[0])
     yield SERVER
-    from ctxengine_host.pg import close_pools
+    from ctxengine_host.stores.pg import close_pools
 
     close_pools()
     with psycopg.connect(SERVER, autocommit=True) as conn:
@@ -58,8 +58,8 @@ def pg_database() -> Iterator[str]:
 
 def fresh_schema_url(database_url: str, migrate: bool = True) -> str:
     """A URL naming a new, empty schema in ``database_url`` (migrated unless told not to)."""
-    from ctxengine_host.pg import migrate as apply
-    from ctxengine_host.pg import parse_url
+    from ctxengine_host.stores.pg import migrate as apply
+    from ctxengine_host.stores.pg import parse_url
 
     separator = "&" if "?" in database_url else "?"
     url = f"{database_url}{separator}schema={PREFIX}{uuid.uuid4().hex[:10]}"
@@ -81,6 +81,6 @@ def pg_connect(url: str, **kwargs):
     """A plain psycopg connection to ``url``'s database and schema (for checks by SQL)."""
     import psycopg
 
-    from ctxengine_host.pg import parse_url
+    from ctxengine_host.stores.pg import parse_url
 
     return psycopg.connect(parse_url(url).conninfo, **kwargs)

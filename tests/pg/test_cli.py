@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxengine_host.host import ContextHost
+from ctxengine_host.runtime.host import ContextHost
 
 from .fixtures import fresh_schema_url, pg_connect
 from .worker import run_turn

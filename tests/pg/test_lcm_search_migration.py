@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from ctxengine_host.pg import Schema, migrate, parse_url, registered_schemas
+from ctxengine_host.stores.pg import Schema, migrate, parse_url, registered_schemas
 from ctxengine_lcm.pg_store import LCM_SCHEMA, PgLcmStore
 from ctxengine_lcm.search import fts_query
 

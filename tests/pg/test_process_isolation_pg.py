@@ -10,8 +10,8 @@ import json
 import os
 
 from ctxengine_host.config import LoadedConfig, parse_config
-from ctxengine_host.host import ContextHost
-from ctxengine_host.quarantine import QuarantineLog
+from ctxengine_host.runtime.host import ContextHost
+from ctxengine_host.stores.quarantine import QuarantineLog
 
 from .fixtures import fresh_schema_url
 

@@ -15,7 +15,7 @@ import os
 import signal
 import sys
 
-from ctxengine_host.host import ContextHost
+from ctxengine_host.runtime.host import ContextHost
 
 USAGE = {"prompt_tokens": 100, "completion_tokens": 20}
 

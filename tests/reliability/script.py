@@ -11,7 +11,7 @@ from typing import Any
 
 from runtime.driver import drive
 
-from ctxengine_host.host import ContextHost
+from ctxengine_host.runtime.host import ContextHost
 
 
 def wire(messages: list[dict[str, Any]]) -> list[str]:

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from ctxengine_host.config import CtxConfig, LoadedConfig
-from ctxengine_host.host import ContextHost
+from ctxengine_host.runtime.host import ContextHost
 
 
 def make_host(store: str, lcm: str, workdir: Path) -> ContextHost:

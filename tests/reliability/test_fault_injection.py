@@ -15,9 +15,9 @@ from runtime.driver import transcript
 from runtime.engines import INVALID_RESULTS, RecordingEngine
 from runtime.test_faults import DRIVEN_METHODS
 
-from ctxengine_host.isolation import EngineFailure, is_quarantined
-from ctxengine_host.quarantine import QuarantineLog
-from ctxengine_host.validity import sequence_problems
+from ctxengine_host.runtime.isolation import EngineFailure, is_quarantined
+from ctxengine_host.runtime.validity import sequence_problems
+from ctxengine_host.stores.quarantine import QuarantineLog
 
 from .faulty import inject
 from .script import converse
@@ -67,7 +67,7 @@ INVALID_CASES = [
 
 #: Methods that receive lists or dicts the engine could deface. (This suite found that
 #: per-request hooks once shared nested lists with the live view; they now get read-only
-#: views whose items are private copies: ctxengine_host.views.MessagesView.)
+#: views whose items are private copies: ctxengine_host.runtime.views.MessagesView.)
 MUTABLE_INPUT_METHODS = [
     "bootstrap",
     "ingest",
@@ -201,7 +201,7 @@ def test_a_required_method_set_to_none_fails_the_contract_check(make_host):
 
 
 def test_unmet_host_requirements_refuse_before_the_run(make_host):
-    from ctxengine_host.slot import EngineSelectionError
+    from ctxengine_host.discovery.slot import EngineSelectionError
 
     class Demanding(RecordingEngine):
         name = "demanding"
@@ -222,8 +222,8 @@ LCM_REACHED = [
 
 
 def lcm_run(make_host, tmp_path, name: str, engine_cls: type):
-    from ctxengine_host.context import EngineContext
-    from ctxengine_host.tokens import TokenCounter
+    from ctxengine_host.contract.context import EngineContext
+    from ctxengine_host.runtime.tokens import TokenCounter
 
     counter = TokenCounter("gpt-4")
     context = EngineContext(

@@ -17,11 +17,11 @@ import pytest
 from ctxengine_host import sessionfile
 from ctxengine_host.config import ConfigError, load_config
 from ctxengine_host.configfile import RawConfigError, read_raw_config
-from ctxengine_host.discovery import clear_cache, list_engines
-from ctxengine_host.host import ContextHost
-from ctxengine_host.isolation import is_quarantined
-from ctxengine_host.sessionfile import SessionFileError, parse_session, read_text
-from ctxengine_host.store import SQLiteTranscriptStore, TranscriptStoreError
+from ctxengine_host.discovery.engines import clear_cache, list_engines
+from ctxengine_host.replay.sessionfile import SessionFileError, parse_session, read_text
+from ctxengine_host.runtime.host import ContextHost
+from ctxengine_host.runtime.isolation import is_quarantined
+from ctxengine_host.stores.transcript import SQLiteTranscriptStore, TranscriptStoreError
 
 from .test_hostile_input import lcm_config
 

@@ -25,10 +25,10 @@ from ctxengine_host.config import (
     load_config,
     parse_config,
 )
-from ctxengine_host.host import ContextHost
-from ctxengine_host.isolation import is_quarantined
-from ctxengine_host.models import PERSISTENCE_ONLY_FIELDS
-from ctxengine_host.validity import ValidityError, sequence_problems
+from ctxengine_host.contract.models import PERSISTENCE_ONLY_FIELDS
+from ctxengine_host.runtime.host import ContextHost
+from ctxengine_host.runtime.isolation import is_quarantined
+from ctxengine_host.runtime.validity import ValidityError, sequence_problems
 
 from . import strategies as hs
 

@@ -102,7 +102,7 @@ def test_two_processes_on_one_session_lose_no_acknowledged_message(tmp_path, sto
 
 
 def test_a_second_process_waits_then_gets_a_clear_error(tmp_path):
-    from ctxengine_host.store import SessionBusy, SQLiteTranscriptStore
+    from ctxengine_host.stores.transcript import SessionBusy, SQLiteTranscriptStore
 
     stores = {"store": str(tmp_path / "transcripts.db"), "lcm": str(tmp_path / "lcm.db")}
     holder = subprocess.Popen(
@@ -144,8 +144,9 @@ def test_the_runtime_imports_and_records_without_fcntl(tmp_path):
     code = (
         "import sys\n"
         "sys.modules['fcntl'] = None\n"
-        "import ctxengine_host, ctxengine_host.quarantine as q, ctxengine_host.host\n"
-        "from ctxengine_host.store import SQLiteTranscriptStore\n"
+        "import ctxengine_host, ctxengine_host.runtime.host\n"
+        "import ctxengine_host.stores.quarantine as q\n"
+        "from ctxengine_host.stores.transcript import SQLiteTranscriptStore\n"
         f"log = q.QuarantineLog(__import__('pathlib').Path({str(tmp_path / 'q.jsonl')!r}))\n"
         "log.record('e', 'ingest', 'boom')\n"
         "assert [r.reason for r in log.records()] == ['boom']\n"

@@ -18,8 +18,8 @@ import threading
 import time
 
 from ctxengine_host.config import CompressionSection, CtxConfig, LoadedConfig
-from ctxengine_host.isolation import is_quarantined
-from ctxengine_host.quarantine import QuarantineLog
+from ctxengine_host.runtime.isolation import is_quarantined
+from ctxengine_host.stores.quarantine import QuarantineLog
 
 SOAK = os.environ.get("CTXENGINE_SOAK") == "1"
 SESSIONS = int(os.environ.get("CTXENGINE_LOAD_SESSIONS") or (64 if SOAK else 16))

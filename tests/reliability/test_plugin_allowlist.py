@@ -19,9 +19,9 @@ from host_core.distfactory import engine_module, make_dist
 
 SELECT_EVERYTHING = """
 import json, sys
-from ctxengine_host.discovery import list_engines
-from ctxengine_host.host import ContextHost
-from ctxengine_host.plugins import load_plugins
+from ctxengine_host.discovery.engines import list_engines
+from ctxengine_host.runtime.host import ContextHost
+from ctxengine_host.discovery.plugins import load_plugins
 
 names = sorted(e.name for e in list_engines())
 load_plugins()
@@ -106,7 +106,7 @@ def test_positive_control_without_the_allowlist_they_are_imported(hostile):
 
 SELECT_ONE = """
 import json, sys
-from ctxengine_host.host import ContextHost
+from ctxengine_host.runtime.host import ContextHost
 
 host = ContextHost(engine=sys.argv[2], store_path=sys.argv[1], context_length=8192)
 with host.open_session("s") as session:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from ctxengine_host.config import CompressionSection, CtxConfig, LoadedConfig
-from ctxengine_host.host import ContextHost
-from ctxengine_host.isolation import forget_quarantine
-from ctxengine_host.quarantine import QuarantineLog
+from ctxengine_host.runtime.host import ContextHost
+from ctxengine_host.runtime.isolation import forget_quarantine
+from ctxengine_host.stores.quarantine import QuarantineLog
 
 from .engines import RELEASE
 

@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from ctxengine_host.host import ContextHost
+from ctxengine_host.runtime.host import ContextHost
 
 SYSTEM = "You are a careful coding assistant."
 TOOLS = [

@@ -7,8 +7,8 @@ import functools
 import threading
 from typing import Any
 
-from ctxengine_host.engine import ContextEngine
-from ctxengine_host.models import AssembleResult, CompactResult
+from ctxengine_host.contract.engine import ContextEngine
+from ctxengine_host.contract.models import AssembleResult, CompactResult
 
 #: Released at the end of each test so that hung calls finish.
 RELEASE = threading.Event()

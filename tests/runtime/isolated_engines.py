@@ -24,7 +24,7 @@ STUCK_ENGINE = textwrap.dedent(
     import sqlite3
     import time
 
-    from ctxengine_host.engine import ContextEngine
+    from ctxengine_host.contract.engine import ContextEngine
 
 
     def hold_the_gil(seconds):

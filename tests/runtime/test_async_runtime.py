@@ -9,11 +9,11 @@ import time
 
 import pytest
 
-from ctxengine_host.aio import AsyncContextHost
-from ctxengine_host.engine import ContextEngine
-from ctxengine_host.host import ContextHost
-from ctxengine_host.isolation import is_quarantined
-from ctxengine_host.quarantine import QuarantineLog
+from ctxengine_host.contract.engine import ContextEngine
+from ctxengine_host.runtime.aio import AsyncContextHost
+from ctxengine_host.runtime.host import ContextHost
+from ctxengine_host.runtime.isolation import is_quarantined
+from ctxengine_host.stores.quarantine import QuarantineLog
 
 from .conftest import config
 from .engines import QuietEngine, faulty_engine
@@ -279,7 +279,7 @@ def test_a_closed_host_says_so_and_closing_twice_is_harmless(store_path):
 
 
 def test_a_coroutine_method_called_on_its_own_loop_is_refused_not_deadlocked():
-    from ctxengine_host.coroutines import CoroutineRunner
+    from ctxengine_host.runtime.coroutines import CoroutineRunner
 
     async def answer():
         return 42

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ctxengine_host.session import BudgetError
-from ctxengine_host.usage import UsageError, normalize_usage
-from ctxengine_host.validity import (
+from ctxengine_host.contract.usage import UsageError, normalize_usage
+from ctxengine_host.runtime.session import BudgetError
+from ctxengine_host.runtime.validity import (
     MISSING_RESULT_TEXT,
     ValidityError,
     repair,

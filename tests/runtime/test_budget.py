@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ctxengine_host.messages import strip_persistence_fields
-from ctxengine_host.models import AssembleResult
-from ctxengine_host.session import MIN_BUDGET_TOKENS, BudgetError
+from ctxengine_host.contract.messages import strip_persistence_fields
+from ctxengine_host.contract.models import AssembleResult
+from ctxengine_host.runtime.session import MIN_BUDGET_TOKENS, BudgetError
 
 from .engines import OwnsCompactionEngine, QuietEngine, RecordingEngine
 

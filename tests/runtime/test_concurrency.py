@@ -48,7 +48,7 @@ def test_sixteen_sessions_on_threads_share_one_host(make_host):
 
 
 def test_threads_see_one_quarantine(make_host):
-    from ctxengine_host.quarantine import QuarantineLog
+    from ctxengine_host.stores.quarantine import QuarantineLog
 
     from .engines import faulty_engine
 

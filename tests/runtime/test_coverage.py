@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from ctxengine_host.coverage import (
+from ctxengine_host.contract.models import AssembleResult
+from ctxengine_host.replay.model import ReplayReport, TurnRow
+from ctxengine_host.runtime.coverage import (
     OMISSION_MARKER_PREFIX,
     covered_intervals,
     omission_text,
     uncovered_runs,
 )
-from ctxengine_host.models import AssembleResult
-from ctxengine_host.replay.model import ReplayReport, TurnRow
-from ctxengine_host.validity import sequence_problems
+from ctxengine_host.runtime.validity import sequence_problems
 
 from .engines import RecordingEngine
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ctxengine_host.isolation import is_quarantined
-from ctxengine_host.quarantine import QuarantineLog
+from ctxengine_host.runtime.isolation import is_quarantined
+from ctxengine_host.stores.quarantine import QuarantineLog
 
 from .driver import drive, transcript
 from .engines import INVALID_RESULTS, RecordingEngine, faulty_engine

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from ctxengine_host.integrations.bridge import HistoryBridge
-from ctxengine_host.turns import BudgetError
+from ctxengine_host.runtime.turns import BudgetError
 
 from .engines import QuietEngine
 

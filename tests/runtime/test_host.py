@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ctxengine_host.config import CompressionSection, CtxConfig, LoadedConfig
-from ctxengine_host.host import ContextHost
-from ctxengine_host.quarantine import QuarantineLog
+from ctxengine_host.runtime.host import ContextHost
+from ctxengine_host.stores.quarantine import QuarantineLog
 
 from .engines import RecordingEngine
 

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from ctxengine_host.engine import ContextEngine
-from ctxengine_host.isolation import CallTimeout, EngineHandle, WorkerPool
+from ctxengine_host.contract.engine import ContextEngine
+from ctxengine_host.runtime.isolation import CallTimeout, EngineHandle, WorkerPool
 
 from .conftest import config
 from .engines import RELEASE, RecordingEngine
@@ -110,7 +110,7 @@ def test_quarantine_is_readable_from_another_process(make_host, tmp_path):
     host = make_host(faulty_engine("ingest", "raise"))
     host.open_session("s").add_user_message("x")
     code = (
-        "import json; from ctxengine_host.quarantine import QuarantineLog; "
+        "import json; from ctxengine_host.stores.quarantine import QuarantineLog; "
         "print(json.dumps([r.__dict__ for r in QuarantineLog().records()]))"
     )
     out = subprocess.run(
@@ -126,7 +126,7 @@ def test_quarantine_is_readable_from_another_process(make_host, tmp_path):
 
 
 def test_a_default_engine_failure_surfaces_and_the_transcript_is_unchanged(make_host):
-    from ctxengine_host.isolation import EngineFailure
+    from ctxengine_host.runtime.isolation import EngineFailure
     from ctxengine_legacy.engine import LegacyEngine
 
     class BrokenLegacy(LegacyEngine):
@@ -141,13 +141,13 @@ def test_a_default_engine_failure_surfaces_and_the_transcript_is_unchanged(make_
             {"role": "assistant", "content": "y"}, {"prompt_tokens": 1, "completion_tokens": 1}
         )
     assert [r.message["content"] for r in host.store.rows("s")] == ["x", "y"]
-    from ctxengine_host.quarantine import QuarantineLog
+    from ctxengine_host.stores.quarantine import QuarantineLog
 
     assert QuarantineLog().records() == []
 
 
 def test_an_explicit_engine_failing_the_contract_is_quarantined_at_resolution(make_host):
-    from ctxengine_host.quarantine import QuarantineLog
+    from ctxengine_host.stores.quarantine import QuarantineLog
 
     class WrongParameter(RecordingEngine):
         name = "wrong-parameter"
@@ -164,7 +164,7 @@ def test_an_explicit_engine_failing_the_contract_is_quarantined_at_resolution(ma
 
 
 def test_unmet_host_requirements_refuse_to_start(make_host):
-    from ctxengine_host.slot import EngineSelectionError
+    from ctxengine_host.discovery.slot import EngineSelectionError
 
     class NeedsMore(RecordingEngine):
         name = "needs-more"
@@ -184,7 +184,7 @@ def test_a_session_cannot_be_opened_twice_at_once(make_host):
 
 
 def test_a_summarizer_failure_aborts_the_compaction_without_quarantine(make_host):
-    from ctxengine_host.quarantine import QuarantineLog
+    from ctxengine_host.stores.quarantine import QuarantineLog
     from ctxengine_host.summarizer import SummarizerError
 
     class NeedsSummaries(RecordingEngine):

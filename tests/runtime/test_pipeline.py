@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import threading
 
-from ctxengine_host.isolation import SKIPPED
-from ctxengine_host.models import PERSISTENCE_ONLY_FIELDS, CompactResult
-from ctxengine_host.signatures import implemented_methods
+from ctxengine_host.contract.models import PERSISTENCE_ONLY_FIELDS, CompactResult
+from ctxengine_host.contract.signatures import implemented_methods
+from ctxengine_host.runtime.isolation import SKIPPED
 
 from .engines import (
     AssemblingEngine,
@@ -305,7 +305,7 @@ def test_close_disposes_and_session_is_a_context_manager(make_host):
 
 
 def test_compaction_reports_the_summaries_made_on_the_worker(make_host):
-    from ctxengine_host.models import CompactResult as Result
+    from ctxengine_host.contract.models import CompactResult as Result
 
     class UsesSummarizer(RecordingEngine):
         name = "uses-summarizer"

@@ -19,12 +19,12 @@ from pathlib import Path
 import pytest
 
 from ctxengine_host.config import ConfigError, LoadedConfig, parse_config
-from ctxengine_host.host import ContextHost, IsolationError
-from ctxengine_host.isolation import CallTimeout, Timeouts, forget_quarantine
-from ctxengine_host.process_engine import WorkerCrashed, start_process_engine
-from ctxengine_host.process_worker import WorkerSpec
-from ctxengine_host.quarantine import QuarantineLog
-from ctxengine_host.slot import SlotChoice
+from ctxengine_host.discovery.slot import SlotChoice
+from ctxengine_host.runtime.host import ContextHost, IsolationError
+from ctxengine_host.runtime.isolation import CallTimeout, Timeouts, forget_quarantine
+from ctxengine_host.runtime.process_engine import WorkerCrashed, start_process_engine
+from ctxengine_host.runtime.process_worker import WorkerSpec
+from ctxengine_host.stores.quarantine import QuarantineLog
 from tests.testing_kit.framework_plugin import PLUGIN_NAME, write_plugin
 
 from .engines import RecordingEngine

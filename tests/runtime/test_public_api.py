@@ -26,7 +26,7 @@ def test_session_module_re_exports_the_turn_data_and_errors():
     assert set(SESSION_NAMES) <= set(session_module.__all__)
     assert (
         session_module.ProviderRequest
-        is importlib.import_module("ctxengine_host.turns").ProviderRequest
+        is importlib.import_module("ctxengine_host.runtime.turns").ProviderRequest
     )
 
 

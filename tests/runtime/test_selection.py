@@ -7,11 +7,11 @@ import json
 import pytest
 
 from ctxengine_host import views
-from ctxengine_host.engine import ContextEngine
-from ctxengine_host.models import PERSISTENCE_ONLY_FIELDS, AssembleResult
-from ctxengine_host.tokens import TokenCounter
-from ctxengine_host.validity import sequence_problems
-from ctxengine_host.views import CopyOnWriteMessages, MessagesView
+from ctxengine_host.contract.engine import ContextEngine
+from ctxengine_host.contract.models import PERSISTENCE_ONLY_FIELDS, AssembleResult
+from ctxengine_host.runtime.tokens import TokenCounter
+from ctxengine_host.runtime.validity import sequence_problems
+from ctxengine_host.runtime.views import CopyOnWriteMessages, MessagesView
 
 from .engines import OwnsCompactionEngine, RecordingEngine
 

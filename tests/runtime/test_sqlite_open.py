@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from ctxengine_host.sqlite_schema import enable_wal
+from ctxengine_host.stores.sqlite_schema import enable_wal
 
 
 def test_enable_wal_waits_for_a_lock_held_by_another_connection(tmp_path):

@@ -8,8 +8,12 @@ import sqlite3
 import pytest
 from pg.fixtures import fresh_schema_url, pg_database  # noqa: F401  (fixture)
 
-from ctxengine_host.pg import close_pools
-from ctxengine_host.store import SQLiteTranscriptStore, ToolCallPairing, stamp_identities
+from ctxengine_host.stores.pg import close_pools
+from ctxengine_host.stores.transcript import (
+    SQLiteTranscriptStore,
+    ToolCallPairing,
+    stamp_identities,
+)
 
 from .driver import drive, tool_call
 from .engines import QuietEngine, RecordingEngine, SummarizingEngine
@@ -134,7 +138,7 @@ def test_a_newer_schema_is_refused_with_a_clear_error(tmp_path):
 
 
 def test_default_store_path_is_under_the_data_dir(tmp_path, monkeypatch):
-    from ctxengine_host.host import ContextHost
+    from ctxengine_host.runtime.host import ContextHost
 
     monkeypatch.setenv("CTXENGINE_DATA_DIR", str(tmp_path / "data"))
     with ContextHost(QuietEngine(), observers=[]) as host:

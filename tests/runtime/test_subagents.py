@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ctxengine_host.session import BudgetError
+from ctxengine_host.runtime.session import BudgetError
 
 from .engines import RecordingEngine
 

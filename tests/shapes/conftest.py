@@ -6,8 +6,8 @@ import pytest
 from pg.fixtures import pg_database  # noqa: F401  (fixture)
 
 from ctxengine_host.config import CompressionSection, CtxConfig, LoadedConfig
-from ctxengine_host.engine import ContextEngine
-from ctxengine_host.host import ContextHost
+from ctxengine_host.contract.engine import ContextEngine
+from ctxengine_host.runtime.host import ContextHost
 
 
 class PassEngine(ContextEngine):

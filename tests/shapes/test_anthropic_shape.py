@@ -11,7 +11,7 @@ import pytest
 from anthropic.types import Message, TextBlock, ThinkingBlock, ToolUseBlock, Usage
 from pg.fixtures import fresh_schema_url
 
-from ctxengine_host.validity import ValidityError
+from ctxengine_host.runtime.validity import ValidityError
 
 USAGE = {"input_tokens": 10, "output_tokens": 2}
 

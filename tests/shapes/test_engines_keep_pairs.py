@@ -7,7 +7,7 @@ import pytest
 from pg.fixtures import fresh_schema_url
 
 from ctxengine_host.config import CompressionSection, CtxConfig, LoadedConfig
-from ctxengine_host.host import ContextHost
+from ctxengine_host.runtime.host import ContextHost
 
 from .test_anthropic_shape import assistant_turn, results
 from .test_responses_shape import call, output, reasoning

@@ -12,7 +12,7 @@ from openai.types.responses import (
     ResponseReasoningItem,
 )
 
-from ctxengine_host.validity import ValidityError
+from ctxengine_host.runtime.validity import ValidityError
 
 USAGE = {"input_tokens": 10, "output_tokens": 2}
 

@@ -9,7 +9,7 @@ import sys
 
 from openai.types.chat import ChatCompletionMessage
 
-from ctxengine_host.sessionfile import parse_session
+from ctxengine_host.replay.sessionfile import parse_session
 
 
 def jsonl(entries) -> str:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from ctxengine_host.runtime.validity import ValidityError
 from ctxengine_host.shapes import parse_timestamp
-from ctxengine_host.validity import ValidityError
 
 
 def test_timestamps_are_persisted_returned_and_not_sent(make_host, tmp_path):

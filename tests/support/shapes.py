@@ -7,14 +7,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ctxengine_host.generator import (
+from ctxengine_host.replay.generator import (
     TOOLS,
     GeneratedSession,
     generate_session,
     generate_single_loop,
     write_session,
 )
-from ctxengine_host.sessionfile import FORMAT_VERSION, HEADER_KEY
+from ctxengine_host.replay.sessionfile import FORMAT_VERSION, HEADER_KEY
 
 SHAPES = ("single-loop", "many-short-turns", "parallel-calls")
 

@@ -11,10 +11,10 @@ import copy
 import json
 from typing import Any
 
-from ctxengine_host.engine import ContextEngine
-from ctxengine_host.fallback import SlidingWindowEngine, keep_newest_that_fit
-from ctxengine_host.messages import atomic_blocks, flatten
-from ctxengine_host.models import AssembleResult
+from ctxengine_host.contract.engine import ContextEngine
+from ctxengine_host.contract.messages import atomic_blocks, flatten
+from ctxengine_host.contract.models import AssembleResult
+from ctxengine_host.discovery.fallback import SlidingWindowEngine, keep_newest_that_fit
 
 Message = dict[str, Any]
 

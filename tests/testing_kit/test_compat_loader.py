@@ -13,8 +13,8 @@ import pytest
 from host_core.distfactory import engine_module
 
 from ctxengine_host.compat import PluginRegistrar, is_shim, load_plugin_directory
-from ctxengine_host.discovery import list_engines, load_engine_factory
-from ctxengine_host.engine import ContextEngine
+from ctxengine_host.contract.engine import ContextEngine
+from ctxengine_host.discovery.engines import list_engines, load_engine_factory
 from ctxengine_host.testing import ContextEngineContract, samples
 
 from .framework_plugin import PLUGIN_NAME, write_plugin

@@ -67,7 +67,7 @@ def test_the_shim_abc_has_the_current_surface():
 
 def test_the_contract_check_accepts_the_current_compress_signature():
     """``compress(..., force=False, memory_context="")`` is the current ABC's signature."""
-    from ctxengine_host.validation import contract_problems
+    from ctxengine_host.discovery.validation import contract_problems
 
     from .broken_engines import GoodEngine
 

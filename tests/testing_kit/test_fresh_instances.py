@@ -10,7 +10,7 @@ import sys
 import textwrap
 
 from ctxengine_host.compat.cloning import clone_problems, give_fresh_clones
-from ctxengine_host.engine import ContextEngine
+from ctxengine_host.contract.engine import ContextEngine
 
 
 class ConnectionEngine(ContextEngine):
@@ -118,7 +118,7 @@ def test_engines_check_and_doctor_exercise_the_clone_path(tmp_path):
 
 INSTALLED_MODULE = ENGINE_DIR_INIT.replace(
     "from agent.context_engine import ContextEngine",
-    "from ctxengine_host.engine import ContextEngine",
+    "from ctxengine_host.contract.engine import ContextEngine",
 )
 
 
@@ -164,7 +164,7 @@ def test_an_installed_engine_whose_clone_fails_is_reported_by_check_and_doctor(t
 
 
 FLAKY_CLONE = """\
-from ctxengine_host.engine import ContextEngine
+from ctxengine_host.contract.engine import ContextEngine
 
 
 class FlakyClone(ContextEngine):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import time
 
-from ctxengine_host.hookspecs import hookimpl
+from ctxengine_host.contract.hookspecs import hookimpl
 
 log = logging.getLogger("ctxengine.timing")
 durations: list[float] = []

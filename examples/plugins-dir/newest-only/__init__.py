@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ctxengine_host import ContextEngine
-from ctxengine_host.fallback import keep_newest_that_fit
+from ctxengine_host.discovery.fallback import keep_newest_that_fit
 
 
 class NewestOnlyEngine(ContextEngine):

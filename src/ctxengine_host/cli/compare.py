@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     from ..replay.compare import compare_files, table_rows
     from ..replay.driver import check_engine_installed
     from ..replay.render import ProgressBar
-    from ..sessionfile import SessionFileError, load_session, session_stem
+    from ..replay.sessionfile import SessionFileError, load_session, session_stem
 
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     if not engines:

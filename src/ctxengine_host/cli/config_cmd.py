@@ -37,8 +37,8 @@ def register(subparsers: Any) -> None:
 def effective_config(config_path: str | None, cli_engine: str | None) -> dict[str, Any]:
     """Where the config came from, the slot, and every section with defaults."""
     from ..config import load_config
-    from ..discovery import list_engines, plugins_dir
-    from ..slot import choose_slot, slot_may_exist, unknown_slot_message
+    from ..discovery.engines import list_engines, plugins_dir
+    from ..discovery.slot import choose_slot, slot_may_exist, unknown_slot_message
 
     loaded = load_config(config_path)
     choice = choose_slot(cli_engine, loaded)

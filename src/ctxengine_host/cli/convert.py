@@ -18,7 +18,7 @@ from .output import emit_json
 
 
 def register(subparsers: Any) -> None:
-    from ..importers import FORMATS
+    from ..replay.importers import FORMATS
 
     parser = add_command(
         subparsers,
@@ -40,8 +40,8 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..importers import TranscriptError, import_file
-    from ..sessionfile import parse_session
+    from ..replay.importers import TranscriptError, import_file
+    from ..replay.sessionfile import parse_session
 
     out = Path(args.output)
     try:

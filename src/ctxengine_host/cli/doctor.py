@@ -47,8 +47,8 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..config import load_config
-    from ..discovery import list_engines
-    from ..slot import (
+    from ..discovery.engines import list_engines
+    from ..discovery.slot import (
         DEFAULT_ENGINE,
         EngineSelectionError,
         HostRequirementsError,
@@ -152,10 +152,10 @@ def run(args: argparse.Namespace) -> int:
 
 def real_paths(loaded: Any, quarantine: Any) -> dict[str, str | None]:
     """The files and directories this configuration uses, resolved (no placeholders)."""
-    from ..discovery import plugins_dir
+    from ..discovery.engines import plugins_dir
     from ..paths import user_data_dir
-    from ..pg import is_postgres_url
-    from ..store import default_store_path
+    from ..stores.pg import is_postgres_url
+    from ..stores.transcript import default_store_path
 
     store = loaded.config.store
     transcripts = store.url if is_postgres_url(store.url) else str(default_store_path(store.path))
@@ -169,7 +169,7 @@ def real_paths(loaded: Any, quarantine: Any) -> dict[str, str | None]:
 
 
 def describe_engine(resolved: Any) -> dict[str, Any]:
-    from ..validation import info_dict
+    from ..discovery.validation import info_dict
 
     entry = resolved.entry
     return {
@@ -193,7 +193,7 @@ def _status(engine: Any) -> dict[str, Any] | str:
 
 def describe_isolation(loaded: Any, choice: Any, counter: Any) -> dict[str, Any]:
     """The ``[isolation]`` table, the mode the selected engine runs under, a worker check."""
-    from ..slot import DEFAULT_ENGINE
+    from ..discovery.slot import DEFAULT_ENGINE
 
     table = loaded.config.isolation
     mode = table.mode_for(choice.name) if choice.name != DEFAULT_ENGINE else "thread"
@@ -208,10 +208,10 @@ def describe_isolation(loaded: Any, choice: Any, counter: Any) -> dict[str, Any]
 
 def check_worker(loaded: Any, choice: Any, counter: Any) -> dict[str, Any]:
     """Start the engine's worker process once, as a host would, and stop it."""
-    from ..isolation import Timeouts
     from ..paths import user_data_dir
-    from ..process_engine import start_process_engine
-    from ..process_worker import WorkerSpec
+    from ..runtime.isolation import Timeouts
+    from ..runtime.process_engine import start_process_engine
+    from ..runtime.process_worker import WorkerSpec
 
     def no_services(name: str, kwargs: dict[str, Any]) -> Any:
         raise RuntimeError("doctor's worker check offers no host services")

@@ -38,8 +38,8 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..configfile import find_config_file, raw_string, read_raw_config
-    from ..discovery import find_entries, list_engines, plugins_dir
-    from ..slot import choose_slot_from, slot_may_exist, unknown_slot_message
+    from ..discovery.engines import find_entries, list_engines, plugins_dir
+    from ..discovery.slot import choose_slot_from, slot_may_exist, unknown_slot_message
 
     path, source = find_config_file(args.config)
     raw = read_raw_config(path, source)
@@ -104,9 +104,9 @@ def check_all(entries: list[Any], config_path: str | None) -> dict[tuple[Any, ..
     """Import, construct and validate each entry; one result per entry."""
     from ..compat.cloning import clone_problems
     from ..config import ConfigError, load_config
-    from ..discovery import EngineLoadError
-    from ..slot import construct_engine
-    from ..validation import contract_problems, host_requirement_problems
+    from ..discovery.engines import EngineLoadError
+    from ..discovery.slot import construct_engine
+    from ..discovery.validation import contract_problems, host_requirement_problems
     from .support import context_factory, counter_for
 
     loaded = load_config(config_path)
@@ -135,7 +135,7 @@ def check_all(entries: list[Any], config_path: str | None) -> dict[tuple[Any, ..
 
 
 def _caps() -> frozenset[str]:
-    from ..models import HOST_CAPABILITIES
+    from ..contract.models import HOST_CAPABILITIES
 
     return HOST_CAPABILITIES
 

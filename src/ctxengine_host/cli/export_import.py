@@ -77,7 +77,7 @@ _EXAMPLES = {
 
 def _store_location(args: argparse.Namespace) -> str:
     from ..config import load_config
-    from ..store import default_store_path
+    from ..stores.transcript import default_store_path
 
     if args.store:
         return args.store
@@ -109,8 +109,8 @@ def _archivers(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _open_store(location: str, must_exist: bool) -> Any:
-    from ..pg import PgUnavailable, PgUrlError, SchemaBehindError, is_postgres_url
-    from ..store import open_store
+    from ..stores.pg import PgUnavailable, PgUrlError, SchemaBehindError, is_postgres_url
+    from ..stores.transcript import open_store
 
     if must_exist and not is_postgres_url(location):
         path = Path(location.removeprefix("sqlite:///")).expanduser()
@@ -344,7 +344,7 @@ def run_import(args: argparse.Namespace) -> int:
 def _analyze(locations: list[str]) -> None:
     """ANALYZE the PostgreSQL targets: search plans depend on statistics, and autovacuum
     would gather them only some time after a bulk load."""
-    from ..pg import connect, is_postgres_url, parse_url
+    from ..stores.pg import connect, is_postgres_url, parse_url
 
     for url in dict.fromkeys(loc for loc in locations if is_postgres_url(loc)):
         with connect(parse_url(url), autocommit=True) as conn:

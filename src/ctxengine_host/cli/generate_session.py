@@ -50,7 +50,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..generator import SHAPES, generate_session, generate_single_loop, write_session
+    from ..replay.generator import SHAPES, generate_session, generate_single_loop, write_session
 
     if not args.out.endswith((".jsonl", ".jsonl.gz")):
         raise CliError(f"OUT must end in .jsonl or .jsonl.gz, got {args.out!r}")

@@ -47,7 +47,7 @@ def register(subparsers: Any) -> None:
 
 def run_install(args: argparse.Namespace) -> int:
     from ..compat.hermes import hermes_home, install
-    from ..discovery import find_entries, list_engines
+    from ..discovery.engines import find_entries, list_engines
 
     entries = [e for e in find_entries(args.name, list_engines()) if e.source == "entry-point"]
     if not entries:

@@ -48,7 +48,7 @@ def register(subparsers: Any) -> None:
 def configured_urls(config_path: str | None) -> list[str]:
     """The PostgreSQL URLs of the config in use, without duplicates."""
     from ..config import load_config
-    from ..pg import is_postgres_url
+    from ..stores.pg import is_postgres_url
 
     cfg = load_config(config_path).config
     candidates = [cfg.store.url, (cfg.engines.get("lcm") or {}).get("database")]
@@ -57,7 +57,7 @@ def configured_urls(config_path: str | None) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        from .. import pg
+        from ..stores import pg
     except ImportError as exc:  # pragma: no cover - pg itself has no hard imports
         raise CliError(str(exc)) from None
     urls = args.url or configured_urls(args.config)
@@ -116,8 +116,8 @@ def storage_report(config_path: str | None, installed: set[str]) -> dict[str, An
     """
     from ..config import load_config
     from ..paths import user_data_dir
-    from ..pg import is_postgres_url
-    from ..store import default_store_path
+    from ..stores.pg import is_postgres_url
+    from ..stores.transcript import default_store_path
 
     cfg = load_config(config_path).config
     wanted = {"transcripts": cfg.store.url or str(default_store_path(cfg.store.path))}
@@ -146,7 +146,7 @@ def storage_report(config_path: str | None, installed: set[str]) -> dict[str, An
 
 def _describe_server(url: str) -> dict[str, Any]:
     try:
-        from .. import pg
+        from ..stores import pg
 
         state = pg.describe(url)
     except ImportError:
@@ -160,8 +160,8 @@ def _describe_server(url: str) -> dict[str, Any]:
 def doctor_quarantine_log(config_path: str | None) -> Any:
     """The quarantine log the host would use (the database's when it is reachable)."""
     from ..config import load_config
-    from ..pg_quarantine import quarantine_log_for
-    from ..quarantine import QuarantineLog
+    from ..stores.pg_quarantine import quarantine_log_for
+    from ..stores.quarantine import QuarantineLog
 
     try:
         return quarantine_log_for(load_config(config_path).config.store.url)

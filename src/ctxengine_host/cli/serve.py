@@ -52,7 +52,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..gateway_bridge.sessions import BridgeSessions
     from ..gateway_bridge.transports import make_http_server, serve_stdio, serve_unix
-    from ..host import ContextHost
+    from ..runtime.host import ContextHost
 
     if args.verbose:
         configure_logging(2, False)
@@ -93,8 +93,8 @@ def run(args: argparse.Namespace) -> int:
 def _refuse_unknown_engine(args: argparse.Namespace) -> None:
     """An unknown engine is bad input here as in every command (no silent fallback)."""
     from ..config import load_config
-    from ..discovery import list_engines
-    from ..slot import UnknownEngineError, check_slot_known, choose_slot
+    from ..discovery.engines import list_engines
+    from ..discovery.slot import UnknownEngineError, check_slot_known, choose_slot
 
     loaded = load_config(args.config)
     entries = list_engines(plugins_directory=loaded.config.plugins.directory)

@@ -10,10 +10,10 @@ from collections.abc import Callable
 from typing import Any
 
 from ..config import LoadedConfig
-from ..context import EngineContext
-from ..models import SummaryResult
+from ..contract.context import EngineContext
+from ..contract.models import SummaryResult
 from ..paths import user_data_dir
-from ..tokens import TokenCounter
+from ..runtime.tokens import TokenCounter
 
 
 def counter_for(loaded: LoadedConfig) -> TokenCounter:
@@ -23,7 +23,7 @@ def counter_for(loaded: LoadedConfig) -> TokenCounter:
 
 
 def context_factory(loaded: LoadedConfig, counter: TokenCounter) -> Callable[[str], EngineContext]:
-    """``make_context`` for :func:`ctxengine_host.slot.resolve_engine` outside a running host.
+    """``make_context`` for :func:`~ctxengine_host.discovery.slot.resolve_engine` outside a host.
 
     Token counting is real; the summarizer service is created on first use
     (commands construct and check engines; they rarely summarize).

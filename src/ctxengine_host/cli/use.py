@@ -38,8 +38,8 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..configfile import LOCAL_CONFIG_NAME, find_config_file, raw_string, read_raw_config
-    from ..discovery import find_entries, list_engines
-    from ..slot import DEFAULT_ALIASES, ENGINE_ENV, unknown_engine_message
+    from ..discovery.engines import find_entries, list_engines
+    from ..discovery.slot import DEFAULT_ALIASES, ENGINE_ENV, unknown_engine_message
     from .output import note, warn
 
     name = args.name.strip()

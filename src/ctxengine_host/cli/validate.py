@@ -38,8 +38,8 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..limits import loads_json
-    from ..probes import check_probes
-    from ..sessionfile import (
+    from ..replay.probes import check_probes
+    from ..replay.sessionfile import (
         Problem,
         SessionFileError,
         parse_session,

@@ -25,9 +25,9 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from ..models import AssembleResult, CompactResult, RuntimeSettings
-from ..signatures import call_declared, is_implemented
-from ..validation import host_requirement_problems
+from ..contract.models import AssembleResult, CompactResult, RuntimeSettings
+from ..contract.signatures import call_declared, is_implemented
+from ..discovery.validation import host_requirement_problems
 from .host_view import HostView, fingerprint
 from .shims import is_shim
 

@@ -38,8 +38,8 @@ def build_engine(
 
     from ..cli.support import context_factory, counter_for
     from ..config import load_config
-    from ..discovery import EngineLoadError, find_entries, list_engines
-    from ..slot import construct_engine
+    from ..discovery.engines import EngineLoadError, find_entries, list_engines
+    from ..discovery.slot import construct_engine
     from .adapter import FrameworkEngineAdapter
 
     # Import the framework's ABC first, so the adapter registers as its virtual subclass.

@@ -6,9 +6,9 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from ..isolation import EngineFailure
-from ..messages import content_text
-from ..validity import ValidityError
+from ..contract.messages import content_text
+from ..runtime.isolation import EngineFailure
+from ..runtime.validity import ValidityError
 from .protocol import (
     INVALID_PARAMS,
     PROTOCOL_VERSION,

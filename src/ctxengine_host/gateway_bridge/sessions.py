@@ -23,10 +23,10 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..models import RuntimeSettings
-from ..validation import engine_info
-from ..validity import ValidityError
-from ..views import TranscriptView
+from ..contract.models import RuntimeSettings
+from ..discovery.validation import engine_info
+from ..runtime.validity import ValidityError
+from ..runtime.views import TranscriptView
 from .protocol import (
     INVALID_PARAMS,
     RESYNC_NEEDED,
@@ -36,8 +36,8 @@ from .protocol import (
 from .shapes import ORIGINAL_KEY, ShapeError, from_openai, is_context, to_openai, usage_of
 
 if TYPE_CHECKING:
-    from ..host import ContextHost
-    from ..session import Session
+    from ..runtime.host import ContextHost
+    from ..runtime.session import Session
 
 log = logging.getLogger("ctxengine.bridge")
 

@@ -22,9 +22,9 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from ..session import ProviderRequest, Session, TurnReport
-from ..usage import UsageError
-from ..validity import ValidityError
+from ..contract.usage import UsageError
+from ..runtime.session import ProviderRequest, Session, TurnReport
+from ..runtime.validity import ValidityError
 
 log = logging.getLogger("ctxengine.integrations")
 

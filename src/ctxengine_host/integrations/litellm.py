@@ -24,11 +24,11 @@ from typing import Any
 
 import litellm
 
+from ..runtime.tokens import TokenCounter
 from ..summarizer.errors import SummarizerError
 from ..summarizer.openai_backend import build_messages
 from ..summarizer.render import render_transcript
 from ..summarizer.settings import LiteLLMSettings
-from ..tokens import TokenCounter
 
 
 def context_window(model: str) -> int | None:

@@ -31,7 +31,7 @@ from agents import FunctionTool
 from agents.models.fake_id import FAKE_RESPONSES_ID
 from agents.run_config import CallModelData, ModelInputData
 
-from ..messages import strip_persistence_fields
+from ..contract.messages import strip_persistence_fields
 from .bridge import HistoryBridge
 
 log = logging.getLogger("ctxengine.integrations")

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..sessionfile import session_stem
 from .driver import ReplayOptions, replay_file
 from .htmlreport import html_report
 from .model import ReplayReport
+from .sessionfile import session_stem
 from .svgchart import band_panels, bin_series, line_chart, short_number
 
 SCHEMA = "ctxengine.compare/1"

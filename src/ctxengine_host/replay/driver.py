@@ -18,14 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..probes import Probe, load_probes
-from ..sessionfile import ParsedSession, SessionFileError, Turn, load_session, probes_path_for
 from .model import CallRow, ReplayReport, TurnRow
+from .probes import Probe, load_probes
 from .probing import evaluate_probes
+from .sessionfile import ParsedSession, SessionFileError, Turn, load_session, probes_path_for
 
 if TYPE_CHECKING:
-    from ..host import ContextHost
-    from ..session import ProviderRequest, Session, TurnReport
+    from ..runtime.host import ContextHost
+    from ..runtime.session import ProviderRequest, Session, TurnReport
 
 DEFAULT_MODEL = "gpt-4"
 DEFAULT_CONTEXT_LENGTH = 32_768
@@ -73,8 +73,8 @@ def _load(path: str | Path, source_format: str | None) -> ParsedSession:
     """The session file, or another tool's transcript through its importer."""
     if source_format is None:
         return load_session(path)
-    from ..importers import TranscriptError, import_file
-    from ..sessionfile import parse_session
+    from .importers import TranscriptError, import_file
+    from .sessionfile import parse_session
 
     try:
         imported = import_file(path, source_format)
@@ -100,9 +100,9 @@ def _load_probes(path: str | Path, session: ParsedSession, explicit: str | None)
 def _open_host(options: ReplayOptions, store_path: Path) -> ContextHost:
     from .. import ContextHost
     from ..config import ConfigError, load_config
-    from ..discovery import list_engines
-    from ..quarantine import QuarantineLog
-    from ..slot import EngineSelectionError, check_slot_known, choose_slot
+    from ..discovery.engines import list_engines
+    from ..discovery.slot import EngineSelectionError, check_slot_known, choose_slot
+    from ..stores.quarantine import QuarantineLog
 
     try:
         loaded = load_config(options.config_path)
@@ -131,8 +131,8 @@ def check_engine_installed(
     name: str | None, plugins_directory: str | None = None, option: str = "--engines"
 ) -> None:
     """Refuse an engine named by ``option`` that no distribution or directory provides."""
-    from ..discovery import list_engines
-    from ..slot import canonical_engine_name, slot_may_exist, unknown_engine_message
+    from ..discovery.engines import list_engines
+    from ..discovery.slot import canonical_engine_name, slot_may_exist, unknown_engine_message
 
     name = canonical_engine_name(name)
     entries = list_engines(plugins_directory=plugins_directory)
@@ -200,7 +200,7 @@ def _note_session_fallback(report: ReplayReport, session: Session) -> None:
 
 def _open_session(host: ContextHost, parsed: ParsedSession) -> Session:
     """A fresh runtime session for the replay; a window with no room for it is bad input."""
-    from ..session import BudgetError
+    from ..runtime.session import BudgetError
 
     try:
         return host.open_session(

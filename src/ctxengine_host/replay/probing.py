@@ -13,9 +13,9 @@ import json
 import re
 from typing import Any
 
-from ..probes import Probe, message_pieces, searchable_text
-from ..sessionfile import ParsedSession
 from .model import ProbeResult
+from .probes import Probe, message_pieces, searchable_text
+from .sessionfile import ParsedSession
 
 STOPWORDS = frozenset(
     """a an the of for to in on at by from with and or is are was were be been do does did

@@ -22,7 +22,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..sessionfile import message_text
+from .sessionfile import message_text
 
 SHINGLE = 6
 INJECTED_DOCUMENT = re.compile(r"^\s*<(workspace_context|environment_context|user_instructions)")

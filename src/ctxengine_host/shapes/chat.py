@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..models import PERSISTENCE_ONLY_FIELDS
+from ..contract.models import PERSISTENCE_ONLY_FIELDS
 
 Message = dict[str, Any]
 

@@ -31,7 +31,7 @@ CHAT_PART_TYPES = frozenset({"text", "refusal", "image_url", "input_audio", "fil
 
 def image_part_tokens(part: dict[str, Any]) -> int:
     """Tokens of one ``image_url`` part: OpenAI's tile rule (``tokens.image_part_tokens``)."""
-    from ..tokens import image_part_tokens as tile_rule  # tokens imports this module
+    from ..runtime.tokens import image_part_tokens as tile_rule  # tokens imports this module
 
     return tile_rule(part.get("image_url"))
 

@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from ..messages import content_text
+from ..contract.messages import content_text
 
 #: How much of a tool call's arguments a label shows.
 ARGS_PREVIEW_CHARS = 100

@@ -22,8 +22,8 @@ from typing import Any, Protocol
 import pluggy
 
 from ..config import ConfigError
-from ..models import SummaryResult
-from ..tokens import TokenCounter
+from ..contract.models import SummaryResult
+from ..runtime.tokens import TokenCounter
 from .errors import SummarizerError
 from .extractive import ExtractiveBackend
 from .openai_backend import OpenAIBackend

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..tokens import TokenCounter
+from ..runtime.tokens import TokenCounter
 
 TRUNCATION_MARK = "\n[… truncated to fit]"
 

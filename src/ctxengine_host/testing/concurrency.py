@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from ..config import ContextSection, CtxConfig, LoadedConfig
-from ..host import ContextHost
-from ..isolation import forget_quarantine, is_quarantined
-from ..quarantine import QuarantineLog
-from ..validity import sequence_problems
+from ..runtime.host import ContextHost
+from ..runtime.isolation import forget_quarantine, is_quarantined
+from ..runtime.validity import sequence_problems
+from ..stores.quarantine import QuarantineLog
 from . import samples
 
 Message = dict[str, Any]

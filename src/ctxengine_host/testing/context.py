@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..context import EngineContext
+from ..contract.context import EngineContext
+from ..runtime.tokens import TokenCounter
 from ..summarizer import SummarizerService
-from ..tokens import TokenCounter
 
 
 def kit_engine_context(engine_name: str, data_dir: Path, counter: TokenCounter) -> EngineContext:

@@ -25,9 +25,8 @@ from typing import Any, ClassVar
 
 import pytest
 
-from ..coroutines import CoroutineRunner
-from ..hookspecs import REQUIRED_METHODS
-from ..models import (
+from ..contract.hookspecs import REQUIRED_METHODS
+from ..contract.models import (
     HOST_CAPABILITIES,
     AssembleResult,
     BootstrapResult,
@@ -37,15 +36,16 @@ from ..models import (
     MaintenanceResult,
     RuntimeSettings,
 )
-from ..signatures import (
+from ..contract.signatures import (
     call_declared,
     check_parameters,
     implemented_methods,
     is_implemented,
     missing_required,
 )
-from ..tokens import TokenCounter
-from ..validity import sequence_problems
+from ..runtime.coroutines import CoroutineRunner
+from ..runtime.tokens import TokenCounter
+from ..runtime.validity import sequence_problems
 from . import samples
 from .concurrency import HostSessions, run_sessions_concurrently
 from .context import kit_engine_context
@@ -709,7 +709,7 @@ def entry_point_problems(name: str, found: list[Any], engine: Any, context: Any)
 
 def _listing_problems(name: str) -> list[str]:
     try:
-        from ..discovery import list_engines
+        from ..discovery.engines import list_engines
     except ImportError:
         return []
     entries = [e for e in list_engines() if e.name == name]

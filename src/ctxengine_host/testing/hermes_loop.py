@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..tokens import TokenCounter
+from ..runtime.tokens import TokenCounter
 
 SYSTEM_PROMPT = "You are a careful assistant. Answer briefly."
 FACT = "the vault code is 7141-quartz"

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from ..signatures import call_declared
+from ..contract.signatures import call_declared
 from .contract import ENTRY_POINT_GROUP, ContextEngineContract
 
 

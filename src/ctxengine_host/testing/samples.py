@@ -11,7 +11,7 @@ import json
 import random
 from typing import Any
 
-from ..messages import content_text
+from ..contract.messages import content_text
 
 Message = dict[str, Any]
 
@@ -112,8 +112,8 @@ def foreign_markers(messages: list[Message], own: str, markers: set[str]) -> set
 
 def long_tool_loop(tool_calls: int) -> list[list[Message]]:
     """A single-task agent session as atomic blocks: system, task, then the tool loop."""
-    from ..generator.realistic import generate_realistic_session
-    from ..messages import atomic_blocks
+    from ..contract.messages import atomic_blocks
+    from ..replay.generator.realistic import generate_realistic_session
 
     messages = generate_realistic_session(max(40, tool_calls), seed=0).messages
     return atomic_blocks(messages)

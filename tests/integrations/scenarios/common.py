@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from ctxengine_host.config import load_config
-from ctxengine_host.host import ContextHost
+from ctxengine_host.runtime.host import ContextHost
 
 #: Small enough that a few turns of long tool results force compaction.
 CONTEXT_LENGTH = 3000

@@ -15,8 +15,8 @@ from common import RESERVE_OUTPUT_TOKENS, engine_answer, report, require_stored,
 from scripted_openai import Script, ScriptedOpenAI, normalize
 
 from ctxengine_host.config import SummarizerSection, load_config
-from ctxengine_host.host import ContextHost
 from ctxengine_host.integrations.litellm import LiteLLMTokenCounter, context_window, litellm_budget
+from ctxengine_host.runtime.host import ContextHost
 
 MODEL = "openai/scripted-small"
 WINDOW = 3000

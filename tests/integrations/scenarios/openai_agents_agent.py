@@ -22,8 +22,8 @@ from common import CONTEXT_LENGTH, engine_answer, host_kwargs, report, require_s
 from openai import AsyncOpenAI
 from scripted_openai import Script, ScriptedOpenAI, normalize
 
-from ctxengine_host.aio import AsyncContextHost
 from ctxengine_host.integrations.openai_agents import EngineSession
+from ctxengine_host.runtime.aio import AsyncContextHost
 
 SYSTEM = "You fix flaky tests."
 PROMPTS = [f"question {i}: why is CI red?" for i in range(5)]

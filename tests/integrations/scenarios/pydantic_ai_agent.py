@@ -20,8 +20,8 @@ from pydantic_ai import Agent
 from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+from ctxengine_host.contract.messages import strip_persistence_fields
 from ctxengine_host.integrations.pydantic_ai import EngineHistory, to_chat
-from ctxengine_host.messages import strip_persistence_fields
 
 RUNS = 5
 

@@ -14,9 +14,9 @@ from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolRetu
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from ctxengine_host.config import load_config
-from ctxengine_host.host import ContextHost
 from ctxengine_host.integrations.pydantic_ai import EngineHistory
-from ctxengine_host.quarantine import QuarantineLog
+from ctxengine_host.runtime.host import ContextHost
+from ctxengine_host.stores.quarantine import QuarantineLog
 from ctxengine_legacy.engine import LegacyEngine
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ctxengine_host.fallback import SlidingWindowEngine
+from ctxengine_host.discovery.fallback import SlidingWindowEngine
 
 
 class BrittleEngine(SlidingWindowEngine):

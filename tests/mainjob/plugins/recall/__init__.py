@@ -10,7 +10,7 @@ import json
 import re
 from typing import Any
 
-from ctxengine_host.fallback import SlidingWindowEngine
+from ctxengine_host.discovery.fallback import SlidingWindowEngine
 
 
 class RecallEngine(SlidingWindowEngine):

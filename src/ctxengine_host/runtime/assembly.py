@@ -1,0 +1,296 @@
+"""Building one provider request: the default request, the engine's selection, substitution.
+
+The default request is the session's system prompt followed by the cached
+provider copies of the live view, with running token totals: O(1) work apart
+from one list of references. ``select_context`` gets read-only views
+(:mod:`ctxengine_host.runtime.views`) and may replace that one request (fail-open);
+when a request is still over budget after the engine compacted, an engine
+that does not own compaction has the request compacted by the default
+engine's algorithm (``substitute``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from ..contract.models import AssembleResult
+from ..discovery.fallback import keep_newest_that_fit
+from .coverage import covered_intervals, mark_omissions, uncovered_runs
+from .isolation import SKIPPED
+from .tokens import REPLY_PRIMER_TOKENS
+from .turns import ProviderRequest
+from .validity import sequence_problems
+from .views import MessagesView, copy_message
+
+if TYPE_CHECKING:
+    from .session import Session
+
+Message = dict[str, Any]
+
+log = logging.getLogger("ctxengine.runtime")
+
+#: Room kept free when the host cuts a request, for its omission marker.
+MARKER_RESERVE_TOKENS = 64
+
+
+def system_head(system_prompt: str | None, addition: str | None) -> list[Message]:
+    """The system message(s) a request starts with: the engine's addition, then the prompt."""
+    if system_prompt is None:
+        return [{"role": "system", "content": addition}] if addition else []
+    text = f"{addition}\n\n{system_prompt}" if addition else system_prompt
+    return [{"role": "system", "content": text}]
+
+
+class RequestAssembler:
+    """Builds a session's provider requests."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self._addition_head: tuple[str, list[Message], int] | None = None
+
+    def assemble(self) -> ProviderRequest:
+        """The default request, then the engine's selection; ``over_budget`` set by precheck."""
+        session = self.session
+        live = session.live
+        conversation = live.tokens + REPLY_PRIMER_TOKENS
+        request = ProviderRequest(
+            messages=session.head + live.wire,
+            tools=session.tools,
+            estimated_tokens=session.head_tokens + conversation + session.tool_tokens,
+            conversation_tokens=conversation,
+            budget_tokens=session.budget_tokens,
+            precheck_tokens=conversation,
+        )
+        if session.shape not in (None, "chat"):
+            request.originals = session.head + [e.message for e in live.entries]
+        if session.guard.implements("select_context"):
+            request = self._select(request)
+        request.shape = session.shape or "chat"
+        request.over_budget = request.precheck_tokens > session.budget_tokens
+        return request
+
+    def _select(self, request: ProviderRequest) -> ProviderRequest:
+        session = self.session
+        started = time.perf_counter()
+        try:
+            result = session.engine_call(
+                "select_context",
+                request_messages=MessagesView(request.messages),
+                conversation_messages=session.live.view(),
+                incoming_message=copy_message(session.live.last_user_message()),
+                budget_tokens=session.budget_tokens,
+                runtime_settings=session.runtime_settings(),
+            )
+            return self.apply_selection(request, result)
+        finally:
+            session.turn_stats.select_ms += (time.perf_counter() - started) * 1000
+
+    def apply_selection(self, request: ProviderRequest, result: Any) -> ProviderRequest:
+        """Fail-open: anything but a valid non-empty selection leaves the request unchanged."""
+        session = self.session
+        guard = session.guard
+        if result is None or result is SKIPPED or (isinstance(result, list) and not result):
+            return request
+        addition = None
+        authority = "assembled"
+        engine_estimate = 0
+        if isinstance(result, dict) and "messages" in result:
+            try:
+                result = AssembleResult.model_validate(result)
+            except Exception as exc:
+                guard.note_invalid("select_context", f"bad AssembleResult dict: {exc}")
+                return request
+        covers: list[Any] = []
+        if isinstance(result, AssembleResult):
+            addition = result.system_prompt_addition or None
+            authority = result.prompt_authority
+            engine_estimate = result.estimated_tokens
+            selected = result.messages
+            covers = list(result.covers)
+            if not selected and not addition:
+                return request
+        elif isinstance(result, list):
+            selected = result
+        else:
+            guard.note_invalid("select_context", f"not a list: {type(result).__name__}")
+            return request
+        if not all(isinstance(m, dict) for m in selected):
+            guard.note_invalid("select_context", "the list holds non-dict items")
+            return request
+        sources: list[Message] | None = None
+        if selected:
+            kept = self._without_own_system_prompt(selected)
+            # Counted before stripping: uids and digests find the cached counts.
+            conversation = session.live.count(kept) + REPLY_PRIMER_TOKENS
+            wire = [session.live.provider_copy(m) for m in kept]
+            sources = kept
+        else:  # an addition alone: the default request's messages, already counted
+            wire = request.messages[len(session.head) :]
+            conversation = request.conversation_tokens
+        head, head_tokens = self._head_for(addition)
+        if not session.head and addition and wire and wire[0].get("role") == "system":
+            first = dict(wire[0])
+            first["content"] = f"{addition}\n\n{first.get('content') or ''}"
+            counter = session.host.counter
+            conversation += counter.count_message(first) - counter.count_message(wire[0])
+            wire[0] = first
+            head, head_tokens = [], 0
+        messages = [*head, *wire]
+        if selected:
+            strict = session.host.strict_alternation
+            problems = sequence_problems(messages, strict_alternation=strict)
+            if problems:
+                guard.note_invalid("select_context", f"invalid sequence: {problems[0]}")
+                return request
+        if authority == "assembled" and engine_estimate:
+            precheck = engine_estimate
+        elif authority == "preassembly_may_overflow":
+            whole = session.live.tokens + REPLY_PRIMER_TOKENS
+            precheck = max(conversation, engine_estimate, whole)
+        else:
+            precheck = conversation
+        return ProviderRequest(
+            messages=messages,
+            tools=request.tools,
+            estimated_tokens=head_tokens + conversation + session.tool_tokens,
+            conversation_tokens=conversation,
+            budget_tokens=session.budget_tokens,
+            precheck_tokens=precheck,
+            selected=True,
+            system_prompt_addition=addition,
+            prompt_authority=authority,
+            originals=self._originals(request, head, kept if selected else None, wire),
+            covers=covers,
+            sources=sources,
+        )
+
+    def _originals(
+        self,
+        request: ProviderRequest,
+        head: list[Message],
+        kept: list[Message] | None,
+        wire: list[Message],
+    ) -> list[Message] | None:
+        """The internal messages behind a selected request (non-chat shapes only)."""
+        if request.originals is None:
+            return None
+        if kept is None:  # an addition alone: the default request's messages
+            kept = request.originals[len(self.session.head) :]
+        if not head and wire and kept:  # the addition went into the first system message
+            kept = [wire[0], *kept[1:]]
+        return [*head, *kept]
+
+    def _without_own_system_prompt(self, selected: list[Message]) -> list[Message]:
+        """The selection minus the copy of the session's system prompt the engine received.
+
+        The host re-adds its own head (with the engine's addition); system messages
+        the engine added itself stay, right after that head.
+        """
+        head = self.session.head
+        if head and selected and _is_copy_of(selected[0], head[0]):
+            return list(selected[1:])
+        return list(selected)
+
+    def _head_for(self, addition: str | None) -> tuple[list[Message], int]:
+        """The system head with ``addition`` and its token count, cached per addition."""
+        session = self.session
+        if addition is None:
+            return session.head, session.head_tokens
+        cached = self._addition_head
+        if cached is None or cached[0] != addition:
+            head = system_head(session.system_prompt, addition)
+            tokens = sum(session.host.counter.count_message(m) for m in head)
+            cached = self._addition_head = (addition, head, tokens)
+        return cached[1], cached[2]
+
+    def substitute(self, request: ProviderRequest) -> ProviderRequest:
+        """This request only, compacted by the default engine (last resort: drop the oldest)."""
+        session = self.session
+        head_len = len(session.head)
+        body = request.sources
+        if body is None:  # the default request: the live view, uids included
+            body = [e.message for e in session.live.entries]
+        counter = session.host.counter
+        budget = session.budget_tokens - MARKER_RESERVE_TOKENS  # room for a marker
+        covers: list[Any] = []
+        compacted = session.host.default_compaction(body, budget)
+        if compacted is None or sequence_problems(compacted):
+            compacted = keep_newest_that_fit(
+                body, budget - REPLY_PRIMER_TOKENS, counter.count_messages
+            )
+        else:  # the default engine's summary represents what it took out
+            covers = self._summarized_away(body, compacted)
+        conversation = session.live.count(compacted) + REPLY_PRIMER_TOKENS
+        wire = [session.live.provider_copy(m) for m in compacted]
+        head = request.messages[:head_len]
+        return ProviderRequest(
+            messages=[*head, *wire],
+            tools=request.tools,
+            estimated_tokens=request.estimated_tokens - request.conversation_tokens + conversation,
+            conversation_tokens=conversation,
+            budget_tokens=session.budget_tokens,
+            selected=request.selected,
+            over_budget=conversation > session.budget_tokens,
+            precheck_tokens=conversation,
+            system_prompt_addition=request.system_prompt_addition,
+            prompt_authority=request.prompt_authority,
+            substituted=True,
+            shape=request.shape,
+            covers=covers,
+            sources=compacted,
+        )
+
+    def _summarized_away(self, body: list[Message], compacted: list[Message]) -> list[Any]:
+        """Uids of ``body`` missing from ``compacted`` when ``compacted`` holds a new summary."""
+        kept = {m.get("message_uid") for m in compacted}
+        live = self.session.live
+        if all(live.position(m.get("message_uid")) is not None for m in compacted):
+            return []  # nothing new in the result: messages were only dropped
+        return [m["message_uid"] for m in body if m.get("message_uid") not in kept]
+
+    def check_coverage(self, request: ProviderRequest) -> ProviderRequest:
+        """Mark the live messages the request leaves out uncovered (O(request), not O(live)).
+
+        The default request sends the whole live view: nothing to check.
+        """
+        session = self.session
+        request.sent_messages = len(request.messages)
+        if request.sources is None:
+            return request
+        live = session.live
+        head_len = len(request.messages) - len(request.sources)
+        covered = covered_intervals(request.sources, request.covers, live.position)
+        runs = uncovered_runs(len(live), covered)
+        if not runs:
+            return request
+        body = request.messages[head_len:]
+        marked = mark_omissions(body, request.sources, runs, live.position)
+        extra = live.count(marked) - live.count(body)
+        request.messages = [*request.messages[:head_len], *marked]
+        request.sent_messages = len(request.messages)
+        request.omitted = sum(end - start for start, end in runs)
+        request.conversation_tokens += extra
+        request.estimated_tokens += extra
+        request.precheck_tokens += extra
+        log.warning(
+            "session %s: %d live messages (%s) left out of the request without a summary; "
+            "marked in the request",
+            session.session_id,
+            request.omitted,
+            ", ".join(f"#{s + 1}-#{e}" for s, e in runs[:5]),
+        )
+        return request
+
+
+def _is_copy_of(message: Message, head: Message) -> bool:
+    """True when ``message`` is the session's system prompt as the engine received it.
+
+    A stored message (it has a uid) is never that copy, even with the same text.
+    """
+    return (
+        message.get("role") == head["role"]
+        and message.get("content") == head["content"]
+        and "message_uid" not in message
+    )

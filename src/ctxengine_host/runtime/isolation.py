@@ -1,0 +1,424 @@
+"""Running engine calls under timeouts, and the fault policy of the fault table in docs/design.md.
+
+Every engine call goes through :class:`EngineGuard`: through the engine's
+pluggy plugin manager (so observer plugins see it), on a pool worker with a
+timeout (``compress``/``maintain``: ``context_timeout_seconds``, 0 = inline;
+every other method: ``hook_timeout_seconds``). When the engine raises or
+times out, the guard quarantines it for the process (a :class:`QuarantineLog`
+record other processes can read), switches the session to the default engine
+and runs the call there. The default engine's own failure is raised as
+:class:`EngineFailure`. A ``SummarizerError`` passes through untouched: the
+summarizer backend failed for good, which is not the engine's fault. A worker
+stuck in a hung call is written off and replaced, so hung engines cannot
+exhaust the pool.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from ..contract.bridge import engine_plugin_manager
+from ..contract.engine import ContextEngine
+from ..contract.hookspecs import ContractSpec
+from ..contract.signatures import implemented_methods
+from ..stores.quarantine import QuarantineSink
+from ..summarizer.errors import SummarizerError
+from .coroutines import CoroutineRunner
+
+log = logging.getLogger("ctxengine.runtime")
+
+#: Methods that run under ``context_timeout_seconds`` (0 = inline); the rest use the hook timeout.
+LONG_METHODS = frozenset({"compress", "maintain"})
+
+#: Base-class defaults the host calls even when the engine does not override them.
+ROUTED_DEFAULTS = frozenset(
+    {
+        "update_model",
+        "get_status",
+        "on_session_reset",
+        "get_tool_schemas",
+        "handle_tool_call",
+        "clone_for_agent",
+    }
+)
+
+#: Returned by :meth:`EngineGuard.call` when the engine now in charge lacks the method.
+SKIPPED: Any = type("Skipped", (), {"__repr__": lambda self: "SKIPPED"})()
+
+_quarantined: set[str] = set()
+_quarantine_lock = threading.Lock()
+
+
+def is_quarantined(name: str) -> bool:
+    with _quarantine_lock:
+        return name in _quarantined
+
+
+def forget_quarantine(name: str | None = None) -> None:
+    """Lift this process's quarantine (tests, ``doctor --clear-quarantine``)."""
+    with _quarantine_lock:
+        if name is None:
+            _quarantined.clear()
+        else:
+            _quarantined.discard(name)
+
+
+class CallTimeout(TimeoutError):
+    """An engine call ran past its timeout; its late result will be discarded."""
+
+
+class PoolExhausted(RuntimeError):
+    """Too many engine calls are hung at once to start another."""
+
+
+class EngineFailure(RuntimeError):
+    """The default engine failed: surfaced to the caller, the transcript is unchanged."""
+
+    def __init__(self, engine: str, method: str, cause: BaseException) -> None:
+        super().__init__(
+            f"the default engine {engine!r} failed in {method}(): {cause!r}; the transcript "
+            "is unchanged (check the engine's installation or report the bug)"
+        )
+        self.engine = engine
+        self.method = method
+        self.cause = cause
+
+
+class _Job:
+    __slots__ = ("abandoned", "done", "error", "fn", "result")
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self.fn = fn
+        self.done = threading.Event()
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.abandoned = False
+
+
+class WorkerPool:
+    """Daemon worker threads for engine calls with timeouts.
+
+    At most ``max_workers`` calls run at once; a call that times out frees its
+    slot (the pool starts a replacement) while its thread stays written off until
+    the call returns. At most ``max_stuck`` such threads may exist at once.
+    A call that returns an awaitable (a coroutine engine method) is settled by
+    ``coroutines`` within the same timeout.
+    """
+
+    def __init__(
+        self, max_workers: int = 32, max_stuck: int = 64, coroutines: CoroutineRunner | None = None
+    ) -> None:
+        self.coroutines = coroutines or CoroutineRunner()
+        self.max_workers = max_workers
+        self.max_stuck = max_stuck
+        self._cond = threading.Condition()
+        self._idle: list[_Worker] = []
+        self._busy = 0
+        self.stuck = 0
+        self.created = 0
+        self._closed = False
+
+    def run(self, fn: Callable[[], Any], timeout: float | None) -> Any:
+        """``fn()`` on a worker within ``timeout`` seconds (None or 0: inline)."""
+        settle = self.coroutines.settle
+        if not timeout or timeout <= 0:
+            return settle(fn(), None)
+        job = _Job(lambda: settle(fn(), timeout))
+        self._acquire().append(job)
+        if not job.done.wait(timeout):
+            with self._cond:
+                if not job.done.is_set():
+                    job.abandoned = True
+                    self._busy -= 1
+                    self.stuck += 1
+                    self._cond.notify()
+                    raise CallTimeout(f"no answer within {timeout:g} s")
+        if job.error is not None:
+            raise job.error
+        return job.result
+
+    def _acquire(self) -> _Worker:
+        with self._cond:
+            while True:
+                if self._closed:
+                    raise RuntimeError("the engine worker pool is closed")
+                if self._idle:
+                    self._busy += 1
+                    return self._idle.pop()
+                if self._busy < self.max_workers:
+                    if self.stuck >= self.max_stuck:
+                        raise PoolExhausted(
+                            f"{self.stuck} engine calls are hung; refusing to start more"
+                        )
+                    self._busy += 1
+                    self.created += 1
+                    return _Worker(self)
+                self._cond.wait()
+
+    def _finished(self, worker: _Worker, job: _Job) -> None:
+        with self._cond:
+            job.done.set()
+            if job.abandoned:
+                self.stuck -= 1
+            else:
+                self._busy -= 1
+            if self._closed:
+                worker.stop()
+            else:
+                self._idle.append(worker)
+            self._cond.notify()
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            for worker in self._idle:
+                worker.stop()
+            self._idle.clear()
+            self._cond.notify_all()
+        self.coroutines.close()
+
+
+class _Worker:
+    """One daemon thread running jobs handed to it one at a time."""
+
+    def __init__(self, pool: WorkerPool) -> None:
+        self._pool = pool
+        self._wake = threading.Condition(threading.Lock())
+        self._jobs: list[_Job | None] = []
+        threading.Thread(target=self._loop, name="ctxengine-engine-call", daemon=True).start()
+
+    def append(self, job: _Job | None) -> None:
+        with self._wake:
+            self._jobs.append(job)
+            self._wake.notify()
+
+    def stop(self) -> None:
+        self.append(None)
+
+    def _loop(self) -> None:
+        while True:
+            with self._wake:
+                while not self._jobs:
+                    self._wake.wait()
+                job = self._jobs.pop(0)
+            if job is None:
+                return
+            try:
+                job.result = job.fn()
+            except BaseException as exc:
+                job.error = exc
+            self._pool._finished(self, job)
+
+
+@cache
+def _spec_defaults(method: str) -> dict[str, Any]:
+    params = inspect.signature(getattr(ContractSpec, method)).parameters
+    return {
+        name: (None if p.default is inspect.Parameter.empty else p.default)
+        for name, p in params.items()
+        if name != "self"
+    }
+
+
+def routed_methods(engine: object) -> frozenset[str]:
+    """Methods the host calls on ``engine``: what it implements plus the routed defaults."""
+    own = implemented_methods(engine)
+    defaults = {m for m in ROUTED_DEFAULTS if callable(getattr(engine, m, None))}
+    return own | defaults
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    hook_seconds: float = 10.0
+    context_seconds: float = 120.0
+
+    def for_method(self, method: str) -> float | None:
+        seconds = self.context_seconds if method in LONG_METHODS else self.hook_seconds
+        return seconds if seconds > 0 else None
+
+
+class EngineHandle:
+    """One engine instance and the plugin manager its calls go through.
+
+    An engine in a worker process (:mod:`.process_engine`) says which methods it
+    routes and implements (``ctxengine_routes``), times its own calls (the worker
+    is killed on timeout, so the guard calls it inline) and has a worker to stop.
+    """
+
+    def __init__(self, engine: object, name: str, *, is_default: bool, observers=()) -> None:
+        self.engine = engine
+        self.name = name
+        self.is_default = is_default
+        routes = getattr(engine, "ctxengine_routes", None)
+        if routes is None:
+            self.methods = routed_methods(engine)
+            self.implemented = implemented_methods(engine)
+        else:
+            self.methods, self.implemented = routes
+        self.self_timed = routes is not None
+        self._pm = engine_plugin_manager(engine, observers, self.methods)
+        #: Routed defaults that run only our own code (the base class's, no observer):
+        #: called inline, without a thread hop. Everything else keeps its timeout.
+        self.inline = (
+            frozenset()
+            if self.self_timed or observers
+            else frozenset(m for m in self.methods - self.implemented if _host_default(engine, m))
+        )
+
+    def close(self) -> None:
+        """Stop the engine's worker process, if it has one (quarantined or disposed)."""
+        closer = getattr(self.engine, "ctxengine_close", None) if self.self_timed else None
+        if closer is not None:
+            try:
+                closer()
+            except Exception:
+                log.exception("stopping the worker process of engine %r failed", self.name)
+
+    def invoke(self, method: str, kwargs: dict[str, Any]) -> Any:
+        args = dict(_spec_defaults(method))
+        args.update(kwargs)
+        return getattr(self._pm.hook, method)(**args)
+
+
+class EngineGuard:
+    """The engine of one session (or the prototype) under the fault policy.
+
+    ``make_default`` builds a default-engine handle when the engine is
+    quarantined; ``on_fallback`` catches it up (update_model, session start,
+    bootstrap) before the failed call is retried on it.
+    """
+
+    def __init__(
+        self,
+        handle: EngineHandle,
+        *,
+        pool: WorkerPool,
+        timeouts: Timeouts,
+        quarantine: QuarantineSink,
+        make_default: Callable[[], EngineHandle],
+        on_fallback: Callable[[EngineGuard], None] | None = None,
+    ) -> None:
+        self.handle = handle
+        self.pool = pool
+        self.timeouts = timeouts
+        self.quarantine = quarantine
+        self.make_default = make_default
+        self.on_fallback = on_fallback
+        self.quarantined_from: str | None = None
+        self.invalid_results: Counter[str] = Counter()
+        self._switch_lock = threading.RLock()
+
+    @property
+    def engine(self) -> object:
+        return self.handle.engine
+
+    @property
+    def mode(self) -> str:
+        return "fallback" if self.quarantined_from else "normal"
+
+    def implements(self, method: str) -> bool:
+        """True when the current engine has its own ``method`` (zero-cost skip otherwise)."""
+        return method in self.handle.implemented
+
+    def routes(self, method: str) -> bool:
+        return method in self.handle.methods
+
+    def call(
+        self,
+        method: str,
+        kwargs: dict[str, Any] | None = None,
+        *,
+        within: Callable[[Callable[[], Any]], Any] | None = None,
+    ) -> Any:
+        """Call ``method`` on the current engine under its timeout and the fault policy.
+
+        ``within`` wraps the call on the worker thread (e.g. to record summarizer
+        calls). Returns :data:`SKIPPED` when the engine in charge lacks the method.
+        """
+        kwargs = dict(kwargs or {})
+        handle = self.handle
+        if not handle.is_default and handle.name in _quarantined:
+            # Quarantined by another session of this process: no new record.
+            self.fall_back(method, "quarantined in this process", failed=handle, record=False)
+            handle = self.handle
+        if method not in handle.methods:
+            return SKIPPED
+        timeout = self.timeouts.for_method(method)
+        if method == "compress":
+            kwargs["deadline"] = time.monotonic() + timeout if timeout else None
+        try:
+            pool_timeout = None if handle.self_timed or method in handle.inline else timeout
+            return self.pool.run(_bound(handle, method, kwargs, within), pool_timeout)
+        except SummarizerError:
+            raise  # the summarizer failed for good, not the engine: no quarantine
+        except Exception as exc:
+            if handle.is_default:
+                raise EngineFailure(handle.name, method, exc) from exc
+            reason = f"{type(exc).__name__}: {exc}"
+        self.fall_back(method, reason, failed=handle)
+        return self.call(method, kwargs, within=within)
+
+    def fall_back(
+        self,
+        method: str,
+        reason: str,
+        *,
+        failed: EngineHandle | None = None,
+        record: bool = True,
+    ) -> None:
+        """Quarantine the current engine for the process and switch to the default engine."""
+        with self._switch_lock:
+            failed = failed or self.handle
+            if self.handle is not failed:  # another thread already switched
+                return
+            if record:
+                log.warning("engine %r quarantined after %s(): %s", failed.name, method, reason)
+                try:
+                    self.quarantine.record(failed.name, method, reason)
+                except OSError as exc:
+                    log.error("could not write the quarantine record: %s", exc)
+            with _quarantine_lock:
+                _quarantined.add(failed.name)
+            self.quarantined_from = failed.name
+            try:
+                self.handle = self.make_default()
+            except Exception as exc:
+                raise EngineFailure("default", "construct", exc) from exc
+            failed.close()
+            if self.on_fallback is not None:
+                self.on_fallback(self)
+
+    def note_invalid(self, method: str, detail: str) -> None:
+        """An engine returned an invalid value: ignored for this call, logged and counted."""
+        self.invalid_results[method] += 1
+        log.warning(
+            "engine %r: invalid result from %s() ignored: %s", self.handle.name, method, detail
+        )
+
+
+def _host_default(engine: object, method: str) -> bool:
+    """True when ``engine.method`` is the contract base class's own implementation."""
+    own = ContextEngine.__dict__.get(method)
+    return own is not None and getattr(type(engine), method, None) is own
+
+
+def _bound(
+    handle: EngineHandle,
+    method: str,
+    kwargs: dict[str, Any],
+    within: Callable[[Callable[[], Any]], Any] | None,
+) -> Callable[[], Any]:
+    def call() -> Any:
+        return handle.invoke(method, kwargs)
+
+    if within is None:
+        return call
+    return lambda: within(call)

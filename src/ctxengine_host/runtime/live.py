@@ -1,0 +1,175 @@
+"""The live view of a session and the caches that keep a turn O(new messages).
+
+Each live message keeps its provider-ready copy, token count and version
+digest (:class:`LiveEntry`); the view keeps the provider copies as one list
+extended in step, the running token total, a uid index, the incremental
+validity state and the tool-call pairing. Nothing here talks to the store or
+the engine: the session does that and hands the results over.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ..contract.messages import strip_persistence_fields
+from ..shapes import provider_copy
+from ..stores.transcript import StoredMessage, ToolCallPairing
+from .tokens import TokenCounter, message_digest
+from .validity import SequenceState
+from .views import CopyOnWriteMessages, MessagesView, copy_message
+
+Message = dict[str, Any]
+
+
+@dataclass
+class LiveEntry:
+    """A message of the live view with its cached provider copy, token count and version."""
+
+    row_id: int
+    message: Message
+    wire: Message
+    tokens: int
+    digest: str
+
+
+def _stored_message(entry: LiveEntry) -> Message:
+    return entry.message
+
+
+class LiveView:
+    """The messages the next request is built from, with per-version caches.
+
+    ``entries`` is only ever extended in place or replaced by a new list, which
+    is what lets a :class:`MessagesView` snapshot it in O(1).
+    """
+
+    def __init__(
+        self, counter: TokenCounter, *, strict_alternation: bool, send_unknown_fields: bool = False
+    ) -> None:
+        self.counter = counter
+        self.strict_alternation = strict_alternation
+        self.send_unknown_fields = send_unknown_fields
+        self.entries: list[LiveEntry] = []
+        self.wire: list[Message] = []  # provider copies of the entries, kept in step
+        self.tokens = 0
+        self.state = SequenceState(strict_alternation=strict_alternation)
+        self.pairing = ToolCallPairing()
+        self._by_uid: dict[str, LiveEntry] = {}  # the newest entry of each uid
+        self._position: dict[str, int] = {}  # the index of that entry
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def load(self, rows: Iterable[StoredMessage]) -> list[str]:
+        """Fill the view from stored rows; returns the rule problems found (rows kept anyway)."""
+        problems = []
+        entries: list[LiveEntry] = []
+        for row in rows:
+            problem = self.state.problem(row.message, len(entries))
+            if problem:
+                problems.append(problem)
+            else:
+                self.state.feed(row.message)
+            entries.append(self.entry(row.row_id, row.message, row.digest))
+            self.pairing.observe(row.message)
+        self.extend(entries)
+        return problems
+
+    def entry(self, row_id: int, message: Message, digest: str) -> LiveEntry:
+        """A live entry for a stored row: its provider copy and cached token count."""
+        wire = self.provider_copy(message)
+        key = message.get("message_uid") or f"row:{row_id}"
+        tokens = self.counter.count_message_version(wire, key, digest)
+        return LiveEntry(row_id, message, wire, tokens, digest)
+
+    def provider_copy(self, message: Message) -> Message:
+        """What a provider receives of ``message`` (``shapes.provider_copy``, this session's
+        choice about unknown fields)."""
+        return provider_copy(message, send_unknown=self.send_unknown_fields)
+
+    def extend(self, entries: list[LiveEntry]) -> None:
+        """Append entries already stored (state and pairing are the caller's to advance)."""
+        self.entries.extend(entries)
+        self.wire.extend(e.wire for e in entries)
+        self.tokens += sum(e.tokens for e in entries)
+        self._index(entries, len(self.entries) - len(entries))
+
+    def replace(self, entries: list[LiveEntry], state: SequenceState) -> None:
+        """Point the view at ``entries`` (a compaction result) whose validity state is ``state``."""
+        self.entries = entries
+        self.wire = [e.wire for e in entries]
+        self.tokens = sum(e.tokens for e in entries)
+        self.state = state
+        self.pairing = ToolCallPairing()
+        for entry in entries:
+            self.pairing.observe(entry.message)
+        self._by_uid = {}
+        self._position = {}
+        self._index(entries, 0)
+
+    def clear(self) -> None:
+        self.replace([], SequenceState(strict_alternation=self.strict_alternation))
+
+    def messages(self) -> list[Message]:
+        """Deep copies of the live messages, uids included."""
+        return [copy_message(e.message) for e in self.entries]
+
+    def view(self) -> MessagesView:
+        """The live messages for per-request hooks: O(1) now, a private copy per item read."""
+        return MessagesView(self.entries, len(self.entries), _stored_message)
+
+    def copy_on_write(self) -> CopyOnWriteMessages:
+        """The live messages for ``compress`` of an engine that keeps its own history."""
+        return CopyOnWriteMessages(self.entries, len(self.entries), _stored_message)
+
+    def last_user_message(self) -> Message | None:
+        return next(
+            (e.message for e in reversed(self.entries) if e.message.get("role") == "user"), None
+        )
+
+    def by_version(self) -> dict[tuple[Any, str], LiveEntry]:
+        """Entries keyed by (uid, digest): what a compaction result may reuse."""
+        return {(e.message.get("message_uid"), e.digest): e for e in self.entries}
+
+    def matching_entry(self, message: Message) -> LiveEntry | None:
+        """The newest live entry of ``message``'s uid if it says exactly the same thing.
+
+        A dict comparison: no serializing, no hashing. A caller retrying a turn
+        re-sends messages it already gave us (same ``message_uid``, same content);
+        an edited message under a known uid is a new version and matches nothing.
+        """
+        uid = message.get("message_uid")
+        entry = self._by_uid.get(uid) if isinstance(uid, str) else None
+        if entry is not None and strip_persistence_fields(message) == strip_persistence_fields(
+            entry.message
+        ):
+            return entry
+        return None
+
+    def count(self, messages: Iterable[Message]) -> int:
+        """Tokens of messages: a live message's count when the uid and content match, else
+        the counter's cache per version (uid, or none, and content digest)."""
+        counter = self.counter
+        total = 0
+        for m in messages:
+            entry = self.matching_entry(m)
+            if entry is not None:
+                total += entry.tokens
+            else:
+                uid = m.get("message_uid")
+                key = uid if isinstance(uid, str) else ""
+                total += counter.count_message_version(m, key, message_digest(m))
+        return total
+
+    def position(self, uid: Any) -> int | None:
+        """The live index of the message with ``uid`` (its newest entry), or None."""
+        return self._position.get(uid) if isinstance(uid, str) else None
+
+    def _index(self, entries: list[LiveEntry], start: int) -> None:
+        for offset, entry in enumerate(entries):
+            uid = entry.message.get("message_uid")
+            if isinstance(uid, str):
+                self._by_uid[uid] = entry
+                self._position[uid] = start + offset

@@ -1,0 +1,399 @@
+"""Shared PostgreSQL plumbing for the server backends: URLs, pools, schema versions, locks.
+
+Several host processes share one database, so everything here is about agreeing:
+one pool per URL and process, schema versions that ``ctxengine migrate`` applies
+and every store checks when it opens, and advisory-lock keys derived the same way
+in every process. psycopg is imported lazily: SQLite users never need it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import os
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
+
+SCHEMES = ("postgresql", "postgres")
+#: Entry point group through which an engine distribution registers its schema.
+SCHEMA_GROUP = "ctxengine.pg_schemas"
+#: Our own URL query parameter: the PostgreSQL schema (namespace) holding the tables.
+SCHEMA_PARAM = "schema"
+POOL_SIZE_ENV = "CTXENGINE_PG_POOL_SIZE"
+VERSION_TABLE = "ctxengine_schema_versions"
+_MIGRATE_LOCK = "ctxengine:migrate"
+_FIX = "use postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME]"
+
+
+class PgUrlError(ValueError):
+    """A ``postgresql://`` URL that cannot be used; the message names the part and the fix."""
+
+
+class PgUnavailable(RuntimeError):
+    """The server cannot be reached, or the connection broke; the transaction was rolled back."""
+
+
+class SchemaBehindError(RuntimeError):
+    """The database schema is older than this code (or missing): run ``ctxengine migrate``."""
+
+
+def is_postgres_url(location: object) -> bool:
+    """True for ``postgresql://`` and ``postgres://`` URLs (a path or sqlite URL is False)."""
+    return (
+        isinstance(location, str)
+        and location.split("://", 1)[0].lower() in SCHEMES
+        and ("://" in location)
+    )
+
+
+@dataclass(frozen=True)
+class PgTarget:
+    """A validated URL: the libpq conninfo, a password-free label, and the namespace."""
+
+    url: str
+    conninfo: str
+    label: str
+    database: str
+    schema: str
+
+    @property
+    def namespace(self) -> str:
+        """What advisory-lock keys are scoped by (one database and schema)."""
+        return f"{self.database}/{self.schema}"
+
+
+def parse_url(url: str) -> PgTarget:
+    """Validate ``url`` and turn it into a :class:`PgTarget`, or raise :class:`PgUrlError`."""
+    from psycopg import conninfo as libpq
+
+    if not isinstance(url, str) or "://" not in url:
+        raise PgUrlError(f"{url!r} is not a PostgreSQL URL; {_FIX}")
+    scheme = url.split("://", 1)[0].lower()
+    if scheme not in SCHEMES:
+        raise PgUrlError(f"{_redact(url)}: scheme '{scheme}' is not postgresql; {_FIX}")
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise PgUrlError(f"{_redact(url)}: {exc}; {_FIX}") from None
+    if port is not None and not 0 < port < 65536:
+        raise PgUrlError(f"{_redact(url)}: port {port} is out of range; {_FIX}")
+    database = unquote(parts.path.lstrip("/"))
+    if not database or "/" in database:
+        raise PgUrlError(f"{_redact(url)}: the URL names no database (the path); {_FIX}")
+    if parts.fragment:
+        raise PgUrlError(f"{_redact(url)}: a URL fragment (#...) has no meaning here; {_FIX}")
+    params = dict(parse_qsl(parts.query, keep_blank_values=True))
+    schema = params.pop(SCHEMA_PARAM, "public") or "public"
+    if not schema.replace("_", "").isalnum() or schema[0].isdigit():
+        raise PgUrlError(
+            f"{_redact(url)}: schema {schema!r} must be letters, digits and _ (not first a digit)"
+        )
+    params.setdefault("connect_timeout", "5")
+    params.setdefault("application_name", "ctxengine")
+    if schema != "public":
+        params["options"] = (params.get("options", "") + f" -csearch_path={schema}").strip()
+    base = f"{scheme}://{parts.netloc}/{parts.path.lstrip('/')}"
+    conninfo_url = base + "?" + urlencode(params)
+    try:
+        libpq.conninfo_to_dict(conninfo_url)
+    except Exception as exc:  # psycopg.ProgrammingError: unknown option, bad value
+        raise PgUrlError(f"{_redact(url)}: {_first_line(exc)}; {_FIX}") from None
+    host = parts.hostname or "localhost"
+    label = f"postgresql://{host}:{port or 5432}/{database}" + (
+        f"?schema={schema}" if schema != "public" else ""
+    )
+    return PgTarget(url, conninfo_url, label, database, schema)
+
+
+def _redact(url: str) -> str:
+    """The URL with any password replaced, for error messages and logs."""
+    try:
+        parts = urlsplit(url)
+        if parts.password:
+            return url.replace(f":{parts.password}@", ":***@", 1)
+    except ValueError:
+        pass
+    return url
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+# Pools.
+
+_pools: dict[tuple[int, str], Any] = {}
+_pools_lock = threading.Lock()
+
+
+def shared_pool(target: PgTarget) -> Any:
+    """The process's connection pool for ``target`` (created on first use, closed at exit).
+
+    Every store of one URL in one process shares it, so 32 sessions do not mean 32
+    connections. A fork gets its own pools (the key includes the pid).
+    """
+    from psycopg_pool import ConnectionPool
+
+    key = (os.getpid(), target.conninfo)
+    with _pools_lock:
+        pool = _pools.get(key)
+        if pool is not None and not pool.closed:
+            return pool
+        size = int(os.environ.get(POOL_SIZE_ENV) or 8)
+        pool = ConnectionPool(
+            target.conninfo,
+            min_size=1,
+            max_size=max(1, size),
+            timeout=30,
+            kwargs={"autocommit": True},  # reads: one round trip; writes: transaction()
+            open=False,
+            name=f"ctxengine:{target.label}",
+        )
+        try:
+            pool.open(wait=True, timeout=float(os.environ.get("CTXENGINE_PG_CONNECT_TIMEOUT", 10)))
+        except Exception as exc:
+            pool.close()
+            raise PgUnavailable(
+                f"cannot connect to {target.label}: {_first_line(exc)}. Is the server running "
+                "and the URL right? (check with: psql URL -c 'select 1')"
+            ) from None
+        _pools[key] = pool
+        return pool
+
+
+@atexit.register
+def close_pools(target: PgTarget | None = None) -> None:
+    """Close this process's pools (all at exit; one URL's when ``target`` is given)."""
+    with _pools_lock:
+        for key, pool in list(_pools.items()):
+            if target is not None and key[1] != target.conninfo:
+                continue
+            if key[0] == os.getpid():
+                pool.close()
+            _pools.pop(key, None)
+
+
+def connect(target: PgTarget, **kwargs: Any) -> Any:
+    """One unpooled connection (leases, migrations, doctor), with a clear error on failure."""
+    import psycopg
+
+    try:
+        return psycopg.connect(target.conninfo, **kwargs)
+    except psycopg.OperationalError as exc:
+        raise PgUnavailable(f"cannot connect to {target.label}: {_first_line(exc)}") from None
+
+
+@contextmanager
+def transaction(pool: Any, target: PgTarget, what: str) -> Iterator[Any]:
+    """A pooled connection inside one transaction.
+
+    A connection the server dropped while it sat in the pool fails at ``BEGIN``, before
+    any of the work was sent: the transaction starts again on a fresh connection. A
+    connection that breaks later becomes :class:`PgUnavailable` naming the operation
+    (the server rolled the work back).
+    """
+    import psycopg
+
+    for attempt in (1, 2):
+        stack = ExitStack()
+        try:
+            conn = stack.enter_context(pool.connection())
+            stack.enter_context(conn.transaction())
+        except psycopg.OperationalError as exc:
+            stack.__exit__(type(exc), exc, exc.__traceback__)  # the pool drops it
+            if attempt == 2:
+                raise PgUnavailable(
+                    f"{what}: cannot reach {target.label} ({_first_line(exc)})"
+                ) from exc
+            continue
+        break
+    try:
+        with stack:
+            yield conn
+    except psycopg.OperationalError as exc:
+        raise PgUnavailable(
+            f"{what}: the connection to {target.label} failed ({_first_line(exc)}); nothing "
+            "of this operation was committed, retry it"
+        ) from exc
+
+
+def read(pool: Any, target: PgTarget, what: str, sql: str, params: Any = ()) -> list[tuple]:
+    """One read-only statement (autocommit, one round trip). A pooled connection the
+    server dropped while idle is detected here and the read is tried once more on a
+    fresh one; a second failure is :class:`PgUnavailable`."""
+    import psycopg
+
+    for attempt in (1, 2):
+        try:
+            with pool.connection() as conn:
+                return conn.execute(sql, params).fetchall()
+        except psycopg.OperationalError as exc:
+            if attempt == 2 or not _connection_lost(exc):
+                raise PgUnavailable(
+                    f"{what}: the connection to {target.label} failed ({_first_line(exc)})"
+                ) from exc
+    raise AssertionError("unreachable")
+
+
+def _connection_lost(exc: BaseException) -> bool:
+    """A broken connection (retry may help), not a query the server refused."""
+    import psycopg
+
+    return not isinstance(exc, psycopg.errors.QueryCanceled)
+
+
+# Advisory locks.
+
+
+def advisory_key(namespace: str, *parts: object) -> int:
+    """A signed 64-bit lock key, the same in every process for the same names."""
+    text = "\x1f".join([namespace, *map(str, parts)])
+    digest = hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def xact_lock(conn: Any, key: int) -> None:
+    """Hold ``key`` until the current transaction ends (serializes one session's writers)."""
+    conn.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
+
+
+# Schema versions.
+
+
+@dataclass(frozen=True)
+class Schema:
+    """One component's tables: ``steps[i]`` takes the component from version i to i+1.
+
+    A step is SQL text, or a function of the connection for an upgrade that computes
+    values in Python (it runs inside the component's migration transaction).
+    """
+
+    component: str
+    steps: tuple[str | Callable[[Any], None], ...]
+
+    @property
+    def latest(self) -> int:
+        return len(self.steps)
+
+
+def registered_schemas() -> list[Schema]:
+    """The host's schemas and those installed engines register (entry point group
+    ``ctxengine.pg_schemas``, each value a :class:`Schema`)."""
+    from .pg_quarantine import QUARANTINE_SCHEMA
+    from .pg_transcript import TRANSCRIPT_SCHEMA
+
+    schemas = [TRANSCRIPT_SCHEMA, QUARANTINE_SCHEMA]
+    for entry in entry_points(group=SCHEMA_GROUP):
+        value = entry.load()
+        schema = value() if callable(value) else value
+        if isinstance(schema, Schema) and schema.component not in {s.component for s in schemas}:
+            schemas.append(schema)
+    return schemas
+
+
+def _ensure_version_table(conn: Any) -> None:
+    conn.execute(
+        f"CREATE TABLE IF NOT EXISTS {VERSION_TABLE} (component TEXT PRIMARY KEY, "
+        "version INTEGER NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+    )
+
+
+def applied_versions(conn: Any) -> dict[str, int]:
+    """Component → applied version ({} for a database nobody migrated)."""
+    row = conn.execute("SELECT to_regclass(%s)", (VERSION_TABLE,)).fetchone()
+    if row[0] is None:
+        return {}
+    return dict(conn.execute(f"SELECT component, version FROM {VERSION_TABLE}").fetchall())
+
+
+@dataclass(frozen=True)
+class MigrationStep:
+    component: str
+    before: int
+    after: int
+    latest: int
+
+
+def migrate(target: PgTarget, schemas: list[Schema] | None = None) -> list[MigrationStep]:
+    """Bring every schema to its latest version, each component in one transaction.
+
+    Concurrent runs are serialized by an advisory lock, so two workers starting
+    ``ctxengine migrate`` at once apply each step exactly once.
+    """
+    schemas = registered_schemas() if schemas is None else schemas
+    done = []
+    with connect(target) as conn:
+        if target.schema != "public":
+            with conn.transaction():  # IF NOT EXISTS alone races with a concurrent run
+                xact_lock(conn, advisory_key(target.namespace, _MIGRATE_LOCK))
+                conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{target.schema}"')
+        for schema in schemas:
+            with conn.transaction():
+                xact_lock(conn, advisory_key(target.namespace, _MIGRATE_LOCK))
+                _ensure_version_table(conn)
+                before = applied_versions(conn).get(schema.component, 0)
+                if before > schema.latest:
+                    raise SchemaBehindError(
+                        f"{target.label}: component {schema.component} is at version {before}, "
+                        f"newer than this ctxengine ({schema.latest}); upgrade ctxengine"
+                    )
+                for step in schema.steps[before:]:
+                    if callable(step):
+                        step(conn)
+                    else:
+                        conn.execute(step)
+                conn.execute(
+                    f"INSERT INTO {VERSION_TABLE}(component, version) VALUES (%s, %s) "
+                    "ON CONFLICT (component) DO UPDATE SET version = EXCLUDED.version, "
+                    "applied_at = now()",
+                    (schema.component, schema.latest),
+                )
+            done.append(MigrationStep(schema.component, before, schema.latest, schema.latest))
+    return done
+
+
+def check_schema(conn: Any, target: PgTarget, schema: Schema) -> None:
+    """Raise :class:`SchemaBehindError` unless ``schema`` is exactly at its latest version."""
+    current = applied_versions(conn).get(schema.component, 0)
+    if current < schema.latest:
+        state = "has no ctxengine tables" if current == 0 else f"is at version {current}"
+        raise SchemaBehindError(
+            f"{target.label}: the {schema.component} schema {state}; this ctxengine needs "
+            f"version {schema.latest}. Run: ctxengine migrate --url '{target.label}'"
+        )
+    if current > schema.latest:
+        raise SchemaBehindError(
+            f"{target.label}: the {schema.component} schema is at version {current}, newer "
+            f"than this ctxengine ({schema.latest}); upgrade ctxengine on this machine"
+        )
+
+
+def open_checked(target: PgTarget, schema: Schema) -> Any:
+    """The shared pool for ``target`` after checking ``schema`` is current."""
+    pool = shared_pool(target)
+    with transaction(pool, target, f"checking the {schema.component} schema") as conn:
+        check_schema(conn, target, schema)
+    return pool
+
+
+def describe(url: str, schemas: list[Schema] | None = None) -> dict[str, Any]:
+    """Server version and each component's migration state (for doctor and migrate)."""
+    target = parse_url(url)
+    with connect(target) as conn:
+        version = conn.execute("SHOW server_version").fetchone()[0]
+        applied = applied_versions(conn)
+    components = {
+        s.component: {
+            "applied": applied.get(s.component, 0),
+            "latest": s.latest,
+            "current": applied.get(s.component, 0) == s.latest,
+        }
+        for s in (registered_schemas() if schemas is None else schemas)
+    }
+    return {"url": target.label, "server_version": version, "schema": components}
