@@ -19,10 +19,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from ctxengine_host.compat import FrameworkEngineAdapter
-from ctxengine_host.runtime.tokens import TokenCounter
+from ctxengine_host.discovery.compat import FrameworkEngineAdapter
 from ctxengine_host.testing.context import kit_engine_context
 from ctxengine_host.testing.hermes_loop import FACT, run_hermes_loop
+from ctxengine_host.tokens import TokenCounter
 from ctxengine_lcm.engine import LcmEngine
 
 

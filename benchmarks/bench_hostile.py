@@ -22,8 +22,8 @@ from pathlib import Path
 
 from ctxengine_host.config import SummarizerSection
 from ctxengine_host.contract.context import EngineContext
-from ctxengine_host.runtime.tokens import TokenCounter
 from ctxengine_host.summarizer import SummarizerService
+from ctxengine_host.tokens import TokenCounter
 from ctxengine_lcm.engine import LcmEngine
 
 COUNTER = TokenCounter("gpt-4")

@@ -37,8 +37,8 @@ from ctxengine_host.config import SummarizerSection
 from ctxengine_host.contract.context import EngineContext
 from ctxengine_host.contract.messages import content_text
 from ctxengine_host.contract.models import SummaryResult
-from ctxengine_host.runtime.tokens import TokenCounter
 from ctxengine_host.summarizer import SummarizerService
+from ctxengine_host.tokens import TokenCounter
 from ctxengine_lcm.engine import LcmEngine
 
 BASELINE = 1_000

@@ -26,8 +26,8 @@ from pathlib import Path
 
 from ctxengine_host.contract.context import EngineContext
 from ctxengine_host.replay.generator import generate_session
-from ctxengine_host.runtime.tokens import TokenCounter
 from ctxengine_host.summarizer import SummarizerService
+from ctxengine_host.tokens import TokenCounter
 from ctxengine_legacy import LegacyEngine
 
 ROOT = Path(__file__).resolve().parent.parent

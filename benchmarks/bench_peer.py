@@ -7,7 +7,8 @@ the uid-less history, calls ``should_compress_preflight`` when a turn starts (th
 stores the new messages there), ``update_from_response``, ``should_compress`` and, when that
 says so, ``compress`` (whose result replaces its list), then ``on_turn_complete`` (where
 the export stores them). Ours is
-``LcmEngine`` wrapped in the shipped :class:`~ctxengine_host.compat.FrameworkEngineAdapter`;
+``LcmEngine`` wrapped in the shipped
+:class:`~ctxengine_host.discovery.compat.FrameworkEngineAdapter`;
 the peer is its own ``LCMEngine`` imported from ``--peer-src`` (its ``agent.*`` imports are
 answered by our shim, its summaries by the same offline summarizer as ours). Runs are
 interleaved per size (ours, peer, ours, peer ...) in fresh subprocesses, so a slow phase of
@@ -119,9 +120,9 @@ def rss_mib() -> float:
 
 
 def build_ours(data: Path) -> tuple[Any, dict[str, Any]]:
-    from ctxengine_host.compat import FrameworkEngineAdapter
-    from ctxengine_host.runtime.tokens import TokenCounter
+    from ctxengine_host.discovery.compat import FrameworkEngineAdapter
     from ctxengine_host.testing.context import kit_engine_context
+    from ctxengine_host.tokens import TokenCounter
     from ctxengine_lcm.engine import LcmEngine
 
     engine = LcmEngine(context=kit_engine_context("lcm", data, TokenCounter("gpt-4")))
@@ -129,8 +130,8 @@ def build_ours(data: Path) -> tuple[Any, dict[str, Any]]:
 
 
 def build_peer(data: Path, peer_src: Path) -> tuple[Any, dict[str, Any]]:
-    from ctxengine_host.compat import import_plugin_package, install_framework_shims
-    from ctxengine_host.compat.shims import route_auxiliary_client
+    from ctxengine_host.discovery.compat import import_plugin_package, install_framework_shims
+    from ctxengine_host.discovery.compat.shims import route_auxiliary_client
 
     install_framework_shims()
     route_auxiliary_client()

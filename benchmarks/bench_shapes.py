@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ctxengine_host.replay.driver import ReplayOptions, replay_file
 from ctxengine_host.replay.generator import generate_session, generate_single_loop, write_session
-from ctxengine_host.runtime.tokens import TokenCounter
+from ctxengine_host.tokens import TokenCounter
 
 ENGINES = ("legacy", "lcm")
 WINDOWS = (16_384, 32_768)

@@ -32,7 +32,7 @@ from pathlib import Path
 from ctxengine_host.config import LoadedConfig
 from ctxengine_host.contract.engine import ContextEngine
 from ctxengine_host.runtime.host import ContextHost
-from ctxengine_host.runtime.tokens import TokenCounter
+from ctxengine_host.tokens import TokenCounter
 
 
 class NeverCompacts(ContextEngine):

@@ -69,7 +69,7 @@ def measure(name: str, texts: list[str], cl100k, o200k, factor: float) -> dict[s
 
 
 def main() -> None:
-    from ctxengine_host.runtime.tokens import ESTIMATE_FACTORS
+    from ctxengine_host.tokens import ESTIMATE_FACTORS
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--factor", type=float, default=ESTIMATE_FACTORS["o200k_base"])

@@ -12,10 +12,10 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from ctxengine_host.compat import FrameworkEngineAdapter
-from ctxengine_host.runtime.tokens import TokenCounter
+from ctxengine_host.discovery.compat import FrameworkEngineAdapter
 from ctxengine_host.testing import samples
 from ctxengine_host.testing.context import kit_engine_context
+from ctxengine_host.tokens import TokenCounter
 from ctxengine_legacy.engine import LegacyEngine
 
 

@@ -45,7 +45,7 @@ if TYPE_CHECKING:  # what a type checker sees; at run time ``__getattr__`` impor
     from .runtime.aio import AsyncContextHost, AsyncSession
     from .runtime.host import ContextHost
     from .runtime.session import CompactionEvent, ProviderRequest, Session, TurnReport
-    from .runtime.tokens import TokenCounter
+    from .tokens import TokenCounter
 
 _LAZY: dict[str, str] = {
     "ContextEngine": "ctxengine_host.contract.engine",
@@ -62,7 +62,7 @@ _LAZY: dict[str, str] = {
     "SummaryResult": "ctxengine_host.contract.models",
     "HOST_CAPABILITIES": "ctxengine_host.contract.models",
     "PERSISTENCE_ONLY_FIELDS": "ctxengine_host.contract.models",
-    "TokenCounter": "ctxengine_host.runtime.tokens",
+    "TokenCounter": "ctxengine_host.tokens",
     "load_config": "ctxengine_host.config",
     "LoadedConfig": "ctxengine_host.config",
     "ConfigError": "ctxengine_host.config",

@@ -21,7 +21,7 @@ PACKAGE = "ctxengine_host"
 REMOVED_IN = "0.2.0"
 
 #: Old name -> new name, both relative to ``ctxengine_host``. An old package
-#: (``generator``, ``importers``) covers its submodules too.
+#: (``generator``, ``importers``, ``compat``) covers its submodules; the longest match wins.
 MOVED: dict[str, str] = {
     "hookspecs": "contract.hookspecs",
     "engine": "contract.engine",
@@ -50,7 +50,6 @@ MOVED: dict[str, str] = {
     "isolation": "runtime.isolation",
     "process_engine": "runtime.process_engine",
     "process_worker": "runtime.process_worker",
-    "tokens": "runtime.tokens",
     "maintenance": "runtime.maintenance",
     "subagents": "runtime.subagents",
     "validity": "runtime.validity",
@@ -66,11 +65,18 @@ MOVED: dict[str, str] = {
     "probes": "replay.probes",
     "generator": "replay.generator",
     "importers": "replay.importers",
+    "compat": "discovery.compat",
+    "compat.hermes": "integrations.hermes",
+    "cli.support": "runtime.standalone",
 }
 
-#: Old modules whose name is now a package: their attributes are forwarded by the
-#: package's ``__getattr__`` (:func:`forward_attribute`), not by the finder.
-ATTRIBUTES_MOVED: dict[str, str] = {"discovery": "discovery.engines"}
+#: Old modules whose name is now a package: the package's ``__getattr__`` forwards their
+#: names (:func:`moved_attribute`), as the finder cannot alias a name that exists.
+MODULES_NOW_PACKAGES: dict[str, str] = {"discovery": "discovery.engines"}
+
+#: Names that left their module (``module.name`` -> new module), forwarded by the old
+#: module's ``__getattr__`` (:func:`moved_attribute`).
+NAMES_MOVED: dict[str, str] = {"stores.transcript.open_store": "stores.backends"}
 
 
 def new_name(fullname: str) -> str | None:
@@ -78,11 +84,12 @@ def new_name(fullname: str) -> str | None:
     prefix = PACKAGE + "."
     if not fullname.startswith(prefix):
         return None
-    head, _, rest = fullname[len(prefix) :].partition(".")
-    new = MOVED.get(head)
-    if new is None:
-        return None
-    return prefix + new + (f".{rest}" if rest else "")
+    parts = fullname[len(prefix) :].split(".")
+    for end in range(len(parts), 0, -1):  # the longest old name wins
+        new = MOVED.get(".".join(parts[:end]))
+        if new is not None:
+            return prefix + ".".join([new, *parts[end:]])
+    return None
 
 
 def _warn(old: str, new: str, stacklevel: int) -> None:
@@ -133,14 +140,17 @@ def install() -> None:
         sys.meta_path.insert(0, _Finder())
 
 
-def forward_attribute(package: str, name: str) -> object:
-    """An attribute of an old module whose name is now ``package``, with a warning."""
-    old = package[len(PACKAGE) + 1 :]
-    target = ATTRIBUTES_MOVED.get(old)
-    if target is None or name.startswith("__"):
-        raise AttributeError(f"module {package!r} has no attribute {name!r}")
-    module = importlib.import_module(f"{PACKAGE}.{target}")
-    if not hasattr(module, name):
-        raise AttributeError(f"module {package!r} has no attribute {name!r}")
-    _warn(f"{package}.{name}", f"{module.__name__}.{name}", 3)  # via the package's __getattr__
-    return getattr(module, name)
+def moved_attribute(module: str, name: str) -> object:
+    """For a module's ``__getattr__``: ``name`` if it moved out of ``module`` (with a
+    DeprecationWarning naming its new place), else AttributeError as usual."""
+    old = module[len(PACKAGE) + 1 :]
+    target = NAMES_MOVED.get(f"{old}.{name}")
+    if target is None and not name.startswith("__"):
+        target = MODULES_NOW_PACKAGES.get(old)
+    value = None
+    if target is not None:
+        value = getattr(importlib.import_module(f"{PACKAGE}.{target}"), name, None)
+    if value is None:
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    _warn(f"{module}.{name}", f"{PACKAGE}.{target}.{name}", 3)  # via the module's __getattr__
+    return value

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ctxengine_host.runtime.tokens import REPLY_PRIMER_TOKENS
+from ctxengine_host.tokens import REPLY_PRIMER_TOKENS
 
 Message = dict[str, Any]
 

@@ -31,8 +31,8 @@ from ctxengine_host.contract.models import (
 )
 from ctxengine_host.contract.tasktext import shorten_task, summarize_with, task_limit
 from ctxengine_host.limits import loads_json
-from ctxengine_host.runtime.tokens import message_digest
 from ctxengine_host.shapes import message_time
+from ctxengine_host.tokens import message_digest
 
 from ._version import __version__
 from .assembly import (
@@ -844,7 +844,7 @@ def _fresh_copy(result: AssembleResult) -> AssembleResult:
 def _standalone_context() -> EngineContext:
     """Services for an engine built without a host: tiktoken counting, truncating summaries."""
     from ctxengine_host.paths import user_data_dir
-    from ctxengine_host.runtime.tokens import TokenCounter
+    from ctxengine_host.tokens import TokenCounter
 
     counter = TokenCounter()
 

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ctxengine_host.contract.messages import content_text
-from ctxengine_host.runtime.tokens import message_digest
+from ctxengine_host.tokens import message_digest
 
 from .store import NewMessage, StoredMessage, StoredSummary
 

@@ -30,7 +30,7 @@ class NewMessage:
     context_tokens: int
     externalized: bool
     created_at: float
-    #: The version of the message (``ctxengine_host.runtime.tokens.message_digest``): a message's
+    #: The version of the message (``ctxengine_host.tokens.message_digest``): a message's
     #: identity is (uid, digest), so a new version under a known uid is stored too.
     digest: str = ""
 

@@ -21,8 +21,8 @@ from ctxengine_host.contract.messages import content_text
 from ctxengine_host.contract.models import CompactResult, SummaryResult
 from ctxengine_host.contract.tasktext import shorten_task, summarize_with, task_limit
 from ctxengine_host.contract.usage import apply_usage
-from ctxengine_host.runtime.tokens import REPLY_PRIMER_TOKENS, TokenCounter, message_digest
 from ctxengine_host.summarizer import SummarizerError, SummarizerService
+from ctxengine_host.tokens import REPLY_PRIMER_TOKENS, TokenCounter, message_digest
 
 from ._version import __version__
 from .boundaries import Plan, plan_boundaries

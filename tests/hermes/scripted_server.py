@@ -13,7 +13,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from ctxengine_host.runtime.tokens import TokenCounter
+from ctxengine_host.tokens import TokenCounter
 
 SEARCH_WORD = "SEARCH-HISTORY"
 _counter = TokenCounter("gpt-4")

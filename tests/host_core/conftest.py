@@ -6,7 +6,8 @@ import sys
 
 import pytest
 
-from ctxengine_host import discovery, plugins
+from ctxengine_host.discovery import engines as discovery
+from ctxengine_host.discovery import plugins
 
 
 @pytest.fixture(autouse=True)

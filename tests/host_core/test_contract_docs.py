@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxengine_host import hookspecs
+from ctxengine_host.contract import hookspecs
 from ctxengine_host.contract.engine import ContextEngine
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"

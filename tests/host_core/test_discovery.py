@@ -297,8 +297,8 @@ def test_listing_stays_cheap_yaml_only_for_yaml_manifests(tmp_path):
         "for folder in ('t', 'y'):\n"
         "    os.environ['CTXENGINE_PLUGINS_DIR'] = os.path.join(sys.argv[1], folder)\n"
         "    list_engines()\n"
-        "    print(folder, sorted(m for m in ('pydantic', 'yaml', 'ctxengine_host.compat')\n"
-        "                         if m in sys.modules))\n"
+        "    heavy = ('pydantic', 'yaml', 'ctxengine_host.discovery.compat')\n"
+        "    print(folder, sorted(m for m in heavy if m in sys.modules))\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, check=True

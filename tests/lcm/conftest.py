@@ -22,9 +22,9 @@ from ctxengine_host.config import SummarizerSection
 from ctxengine_host.contract.context import EngineContext
 from ctxengine_host.contract.messages import content_text
 from ctxengine_host.contract.models import SummaryResult
-from ctxengine_host.runtime.tokens import TokenCounter
 from ctxengine_host.stores.pg import close_pools, is_postgres_url, parse_url
 from ctxengine_host.summarizer import SummarizerService
+from ctxengine_host.tokens import TokenCounter
 from ctxengine_lcm.engine import LcmEngine
 
 #: The backends a ``database`` runs on.

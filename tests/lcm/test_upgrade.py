@@ -20,8 +20,9 @@ from pg.fixtures import fresh_schema_url, pg_connect
 
 from ctxengine_host.config import CtxConfig, LoadedConfig
 from ctxengine_host.runtime.host import ContextHost
+from ctxengine_host.stores.backends import open_store
 from ctxengine_host.stores.pg import Schema, is_postgres_url, migrate, parse_url, registered_schemas
-from ctxengine_host.stores.transcript import SCHEMA_VERSION, open_store
+from ctxengine_host.stores.transcript import SCHEMA_VERSION
 from ctxengine_lcm.render import stored_digest
 
 FIXTURES = Path(__file__).parent / "fixtures" / "v1_stores"

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from ctxengine_host.contract.context import EngineContext
-from ctxengine_host.runtime.tokens import TokenCounter
 from ctxengine_host.runtime.validity import sequence_problems
 from ctxengine_host.summarizer import SummarizerService
+from ctxengine_host.tokens import TokenCounter
 from ctxengine_legacy import LegacyConfig, LegacyEngine
 
 Message = dict[str, Any]

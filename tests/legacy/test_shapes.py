@@ -11,7 +11,7 @@ from ctxengine_host.contract.models import SummaryResult
 from ctxengine_host.replay.driver import ReplayOptions, replay_file
 from ctxengine_host.replay.generator import generate_single_loop, write_session
 from ctxengine_host.replay.sessionfile import load_session
-from ctxengine_host.runtime.tokens import TokenCounter
+from ctxengine_host.tokens import TokenCounter
 from ctxengine_legacy.engine import FOLD_NOTE_PREFIX
 from ctxengine_legacy.summary_message import is_summary_message
 

@@ -7,7 +7,7 @@ import json
 import random
 import xml.etree.ElementTree as ET
 
-from ctxengine_host.replay.compare import chart_svgs
+from ctxengine_host.replay.figures import chart_svgs
 from ctxengine_host.replay.model import CallRow, ReplayReport, TurnRow
 from ctxengine_host.replay.svgchart import MAX_POINTS
 

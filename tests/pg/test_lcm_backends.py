@@ -15,8 +15,8 @@ import pytest
 
 from ctxengine_host.config import SummarizerSection
 from ctxengine_host.contract.context import EngineContext
-from ctxengine_host.runtime.tokens import TokenCounter
 from ctxengine_host.summarizer import SummarizerService
+from ctxengine_host.tokens import TokenCounter
 from ctxengine_lcm.engine import LcmEngine
 
 from .fixtures import fresh_schema_url

@@ -8,16 +8,17 @@ import uuid
 
 import pytest
 
-from ctxengine_host import pg
 from ctxengine_host.runtime.host import ContextHost
-from ctxengine_host.runtime.tokens import message_digest
+from ctxengine_host.stores import pg
+from ctxengine_host.stores.backends import open_store
 from ctxengine_host.stores.pg_quarantine import PgQuarantineLog
 from ctxengine_host.stores.pg_transcript import (
     TRANSCRIPT_SCHEMA,
     PostgresTranscriptStore,
     SessionTakenOver,
 )
-from ctxengine_host.stores.transcript import ToolCallPairing, open_store, stamp_identities
+from ctxengine_host.stores.transcript import ToolCallPairing, stamp_identities
+from ctxengine_host.tokens import message_digest
 
 from .fixtures import fresh_schema_url, pg_connect
 

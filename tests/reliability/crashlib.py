@@ -38,9 +38,9 @@ from ctxengine_host import faults
 from ctxengine_host.config import CompressionSection, CtxConfig, LoadedConfig, SummarizerSection
 from ctxengine_host.contract.context import EngineContext
 from ctxengine_host.runtime.host import ContextHost
-from ctxengine_host.runtime.tokens import TokenCounter
 from ctxengine_host.runtime.validity import sequence_problems
 from ctxengine_host.summarizer import SummarizerService
+from ctxengine_host.tokens import TokenCounter
 from ctxengine_lcm.engine import LcmEngine
 
 SESSION = "crash"

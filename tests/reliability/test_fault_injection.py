@@ -223,7 +223,7 @@ LCM_REACHED = [
 
 def lcm_run(make_host, tmp_path, name: str, engine_cls: type):
     from ctxengine_host.contract.context import EngineContext
-    from ctxengine_host.runtime.tokens import TokenCounter
+    from ctxengine_host.tokens import TokenCounter
 
     counter = TokenCounter("gpt-4")
     context = EngineContext(

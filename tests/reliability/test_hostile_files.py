@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from ctxengine_host import sessionfile
 from ctxengine_host.config import ConfigError, load_config
 from ctxengine_host.configfile import RawConfigError, read_raw_config
 from ctxengine_host.discovery.engines import clear_cache, list_engines
+from ctxengine_host.replay import sessionfile
 from ctxengine_host.replay.sessionfile import SessionFileError, parse_session, read_text
 from ctxengine_host.runtime.host import ContextHost
 from ctxengine_host.runtime.isolation import is_quarantined

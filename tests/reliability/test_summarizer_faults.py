@@ -18,9 +18,9 @@ import pytest
 
 from ctxengine_host.config import CompressionSection, CtxConfig, LoadedConfig, SummarizerSection
 from ctxengine_host.runtime.isolation import is_quarantined
-from ctxengine_host.runtime.tokens import TokenCounter
 from ctxengine_host.stores.quarantine import QuarantineLog
 from ctxengine_host.summarizer import SummarizerError, SummarizerService
+from ctxengine_host.tokens import TokenCounter
 
 from .fake_openai import FakeOpenAI, Reply, quota_exhausted, rate_limited
 

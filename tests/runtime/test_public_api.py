@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 
 import ctxengine_host
-from ctxengine_host import session as session_module
+from ctxengine_host.runtime import session as session_module
 
 SESSION_NAMES = (
     "Session",

@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from ctxengine_host import views
 from ctxengine_host.contract.engine import ContextEngine
 from ctxengine_host.contract.models import PERSISTENCE_ONLY_FIELDS, AssembleResult
-from ctxengine_host.runtime.tokens import TokenCounter
+from ctxengine_host.runtime import views
 from ctxengine_host.runtime.validity import sequence_problems
 from ctxengine_host.runtime.views import CopyOnWriteMessages, MessagesView
+from ctxengine_host.tokens import TokenCounter
 
 from .engines import OwnsCompactionEngine, RecordingEngine
 

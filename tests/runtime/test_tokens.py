@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from ctxengine_host.runtime.tokens import TokenCounter, message_digest
+from ctxengine_host.tokens import TokenCounter, message_digest
 
 from .engines import QuietEngine
 
@@ -109,7 +109,7 @@ def _data_url(kind: str, data: bytes) -> str:
     ids=["png-1024-high", "png-2048x4096", "png-4096x8192", "png-512", "jpeg-1024", "low"],
 )
 def test_images_in_data_urls_cost_by_the_tile_rule(image, detail, expected):
-    from ctxengine_host.runtime.tokens import image_part_tokens
+    from ctxengine_host.shapes.images import image_part_tokens
 
     kind = "png" if image.startswith(b"\x89PNG") else "jpeg"
     assert image_part_tokens({"url": _data_url(kind, image), "detail": detail}) == expected
@@ -117,7 +117,7 @@ def test_images_in_data_urls_cost_by_the_tile_rule(image, detail, expected):
 
 @pytest.mark.parametrize(("detail", "expected"), [("low", 85), ("high", 1445), ("auto", 1445)])
 def test_remote_images_cost_the_worst_case_of_their_detail(detail, expected):
-    from ctxengine_host.runtime.tokens import image_part_tokens
+    from ctxengine_host.shapes.images import image_part_tokens
 
     assert image_part_tokens({"url": "https://example.com/x.png", "detail": detail}) == expected
 

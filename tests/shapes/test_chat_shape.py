@@ -11,9 +11,9 @@ import logging
 import pytest
 from openai.types.chat import ChatCompletionMessage, ChatCompletionMessageToolCall
 
-from ctxengine_host.runtime.tokens import IMAGE_BASE_TOKENS, IMAGE_WORST_CASE_TOKENS
 from ctxengine_host.runtime.validity import ValidityError
 from ctxengine_host.shapes import parts
+from ctxengine_host.shapes.images import IMAGE_BASE_TOKENS, IMAGE_WORST_CASE_TOKENS
 
 USAGE = {"prompt_tokens": 10, "completion_tokens": 2}
 

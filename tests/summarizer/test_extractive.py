@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from ctxengine_host.runtime.tokens import TokenCounter
 from ctxengine_host.summarizer import SummarizerService, salient_lines
+from ctxengine_host.tokens import TokenCounter
 
 
 @pytest.fixture(scope="module")

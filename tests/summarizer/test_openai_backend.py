@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from ctxengine_host.contract.context import EngineContext
-from ctxengine_host.runtime.tokens import TokenCounter
 from ctxengine_host.summarizer import SummarizerError, SummarizerService
 from ctxengine_host.summarizer.openai_backend import OpenAIBackend, parse_retry_after
 from ctxengine_host.summarizer.settings import parse_backend_settings
+from ctxengine_host.tokens import TokenCounter
 from ctxengine_legacy import LegacyConfig, LegacyEngine
 
 KEY_ENV = "CTXENGINE_TEST_SUMMARIZER_KEY"

@@ -9,13 +9,13 @@ import pytest
 
 from ctxengine_host.config import ConfigError, SummarizerSection
 from ctxengine_host.contract.hookspecs import PROJECT_NAME, PluginSpec, hookimpl
-from ctxengine_host.runtime.tokens import TokenCounter
 from ctxengine_host.summarizer import (
     OpenAISettings,
     SummarizerError,
     SummarizerService,
     parse_backend_settings,
 )
+from ctxengine_host.tokens import TokenCounter
 
 CONTENT = [
     {

@@ -15,9 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ctxengine_host.compat import FrameworkEngineAdapter, PluginRegistrar
-from ctxengine_host.runtime.tokens import TokenCounter
+from ctxengine_host.discovery.compat import FrameworkEngineAdapter, PluginRegistrar
 from ctxengine_host.testing.context import kit_engine_context
+from ctxengine_host.tokens import TokenCounter
 
 Factory = Callable[[], Any]
 

@@ -7,16 +7,16 @@ from typing import Any
 
 import pytest
 
-from ctxengine_host.compat import (
+from ctxengine_host.contract.models import AssembleResult, CompactResult
+from ctxengine_host.discovery.compat import (
     FRAMEWORK_HOST_CAPABILITIES,
     FrameworkEngineAdapter,
     HostRequirementError,
 )
-from ctxengine_host.contract.models import AssembleResult, CompactResult
-from ctxengine_host.runtime.tokens import TokenCounter
 from ctxengine_host.runtime.validity import sequence_problems
 from ctxengine_host.testing import samples
 from ctxengine_host.testing.context import kit_engine_context
+from ctxengine_host.tokens import TokenCounter
 from ctxengine_legacy.engine import LegacyEngine
 
 from .broken_engines import GoodEngine

@@ -12,8 +12,8 @@ import textwrap
 import pytest
 from host_core.distfactory import engine_module
 
-from ctxengine_host.compat import PluginRegistrar, is_shim, load_plugin_directory
 from ctxengine_host.contract.engine import ContextEngine
+from ctxengine_host.discovery.compat import PluginRegistrar, is_shim, load_plugin_directory
 from ctxengine_host.discovery.engines import list_engines, load_engine_factory
 from ctxengine_host.testing import ContextEngineContract, samples
 
@@ -83,7 +83,9 @@ def test_an_installed_framework_wins_over_the_shims(tmp_path):
     )
     script = textwrap.dedent(
         """\
-        from ctxengine_host.compat import FrameworkEngineAdapter, install_framework_shims, is_shim
+        from ctxengine_host.discovery.compat import (
+            FrameworkEngineAdapter, install_framework_shims, is_shim
+        )
         from ctxengine_legacy.engine import LegacyEngine
         install_framework_shims()
         import agent.context_engine as ce
@@ -188,8 +190,8 @@ def test_registrar_accepts_framework_registrations(caplog):
 
 def test_registrar_offers_every_call_of_the_framework_plugin_context():
     """Every ``PluginContext`` member of hermes-agent 0.19.0 is there (unneeded: no-ops)."""
-    from ctxengine_host.compat import auxiliary
-    from ctxengine_host.compat.loader import FRAMEWORK_REGISTRATIONS
+    from ctxengine_host.discovery.compat import auxiliary
+    from ctxengine_host.discovery.compat.loader import FRAMEWORK_REGISTRATIONS
 
     auxiliary.use_summarizer_of(None)  # the default service, whatever ran before
     ctx = PluginRegistrar("hermes-thing", manifest={"name": "thing", "provides_tools": ["t"]})
@@ -206,8 +208,8 @@ def test_registrar_offers_every_call_of_the_framework_plugin_context():
 def test_auxiliary_call_llm_answers_in_the_chat_completion_shape():
     """hermes-lcm's call: ``call_llm(task=..., messages=..., max_tokens=...)``, then
     ``response.choices[0].message.content``; our summarizer answers, no provider."""
-    from ctxengine_host.compat import auxiliary, install_framework_shims
-    from ctxengine_host.compat.shims import route_auxiliary_client
+    from ctxengine_host.discovery.compat import auxiliary, install_framework_shims
+    from ctxengine_host.discovery.compat.shims import route_auxiliary_client
 
     auxiliary.use_summarizer_of(None)  # the default service, whatever ran before
     install_framework_shims()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from ctxengine_host.compat import install_framework_shims, is_shim
+from ctxengine_host.discovery.compat import install_framework_shims, is_shim
 
 from .framework_abc_checks import CHECKS, exported
 

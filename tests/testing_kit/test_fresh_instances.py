@@ -9,8 +9,8 @@ import subprocess
 import sys
 import textwrap
 
-from ctxengine_host.compat.cloning import clone_problems, give_fresh_clones
 from ctxengine_host.contract.engine import ContextEngine
+from ctxengine_host.discovery.compat.cloning import clone_problems, give_fresh_clones
 
 
 class ConnectionEngine(ContextEngine):

@@ -13,10 +13,10 @@ import sqlite3
 
 import pytest
 
-from ctxengine_host.compat import FrameworkEngineAdapter
-from ctxengine_host.runtime.tokens import TokenCounter
+from ctxengine_host.discovery.compat import FrameworkEngineAdapter
 from ctxengine_host.testing.context import kit_engine_context
 from ctxengine_host.testing.hermes_loop import FACT, SYSTEM_PROMPT, run_hermes_loop
+from ctxengine_host.tokens import TokenCounter
 from ctxengine_lcm.assembly import system_prompt_addition
 from ctxengine_lcm.engine import LcmEngine
 from ctxengine_legacy.engine import LegacyEngine

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ctxengine_host.compat import host_view
-from ctxengine_host.compat.host_view import HostView
+from ctxengine_host.discovery.compat import host_view
+from ctxengine_host.discovery.compat.host_view import HostView
 
 
 class CountingList(list):

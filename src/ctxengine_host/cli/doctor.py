@@ -58,8 +58,8 @@ def run(args: argparse.Namespace) -> int:
         slot_may_exist,
         unknown_slot_message,
     )
+    from ..runtime.standalone import context_factory, counter_for
     from .migrate import doctor_quarantine_log, storage_report
-    from .support import context_factory, counter_for
 
     loaded = load_config(args.config)
     choice = choose_slot(args.engine, loaded)

@@ -102,12 +102,12 @@ def id_of(row: dict[str, Any]) -> tuple[Any, ...]:
 
 def check_all(entries: list[Any], config_path: str | None) -> dict[tuple[Any, ...], dict]:
     """Import, construct and validate each entry; one result per entry."""
-    from ..compat.cloning import clone_problems
     from ..config import ConfigError, load_config
+    from ..discovery.compat.cloning import clone_problems
     from ..discovery.engines import EngineLoadError
     from ..discovery.slot import construct_engine
     from ..discovery.validation import contract_problems, host_requirement_problems
-    from .support import context_factory, counter_for
+    from ..runtime.standalone import context_factory, counter_for
 
     loaded = load_config(config_path)
     make_context = context_factory(loaded, counter_for(loaded))

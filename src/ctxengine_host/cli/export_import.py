@@ -109,8 +109,8 @@ def _archivers(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _open_store(location: str, must_exist: bool) -> Any:
+    from ..stores.backends import open_store
     from ..stores.pg import PgUnavailable, PgUrlError, SchemaBehindError, is_postgres_url
-    from ..stores.transcript import open_store
 
     if must_exist and not is_postgres_url(location):
         path = Path(location.removeprefix("sqlite:///")).expanduser()

@@ -46,8 +46,8 @@ def register(subparsers: Any) -> None:
 
 
 def run_install(args: argparse.Namespace) -> int:
-    from ..compat.hermes import hermes_home, install
     from ..discovery.engines import find_entries, list_engines
+    from ..integrations.hermes import hermes_home, install
 
     entries = [e for e in find_entries(args.name, list_engines()) if e.source == "entry-point"]
     if not entries:
@@ -82,8 +82,8 @@ def run_install(args: argparse.Namespace) -> int:
 def _tool_names(name: str, config_path: str | None) -> list[str]:
     """The engine's tool names, for the manifest (empty when it cannot be built here)."""
     try:
-        from ..compat.hermes import build_engine
-        from ..compat.shims import install_framework_shims
+        from ..discovery.compat.shims import install_framework_shims
+        from ..integrations.hermes import build_engine
 
         install_framework_shims()  # without Hermes in this Python, the ABC shim stands in
         engine = build_engine(name, config_path=config_path)

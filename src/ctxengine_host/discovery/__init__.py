@@ -10,8 +10,8 @@ names still resolve here, with a DeprecationWarning, until 0.2.0 (``ctxengine_ho
 
 from __future__ import annotations
 
-from .._moved import forward_attribute
+from .._moved import moved_attribute
 
 
 def __getattr__(name: str) -> object:
-    return forward_attribute(__name__, name)
+    return moved_attribute(__name__, name)

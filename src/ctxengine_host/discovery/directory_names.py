@@ -48,11 +48,15 @@ def recorded_engine_name(directory: Path) -> str | None:
     return name if isinstance(name, str) and name else None
 
 
-def record_engine_name(directory: Path, name: str) -> None:
-    """Remember that ``directory``'s engine calls itself ``name`` (best effort)."""
+def record_engine_name(directory: Path, name: str) -> bool:
+    """Remember that ``directory``'s engine calls itself ``name`` (best effort).
+
+    True when the name is new: cached listings no longer hold the alias (the caller
+    clears them; this module sits below the listing and does not import it).
+    """
     directory = Path(directory).resolve()
     if recorded_engine_name(directory) == name:
-        return
+        return False
     data = _read()
     data[str(directory)] = {"name": name, "stamp": _stamp(directory)}
     path = _registry_path()
@@ -63,6 +67,4 @@ def record_engine_name(directory: Path, name: str) -> None:
         os.replace(tmp, path)
     except OSError:
         pass  # a read-only data dir only costs the alias in the listing
-    from .engines import clear_cache
-
-    clear_cache()
+    return True

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .loading import EngineLoadError, EngineRegistrar
 from .manifest import ManifestError, read_manifest
 
 TYPE_CHECKING = False  # typing is not imported on the `ctxengine engines` path
@@ -483,10 +484,6 @@ def find_entries(name: str, entries: Iterable[EngineEntry]) -> list[EngineEntry]
 # Loading (imports exactly one entry)
 
 
-class EngineLoadError(Exception):
-    """An engine entry could not be imported or does not export an engine."""
-
-
 def load_engine_factory(entry: EngineEntry) -> Callable[..., Any]:
     """Import ``entry`` and return its class or factory.
 
@@ -516,7 +513,7 @@ def load_engine_factory(entry: EngineEntry) -> Callable[..., Any]:
 def _load_directory_factory(entry: EngineEntry) -> Callable[..., Any]:
     # The import step is the compat loader's: it also provides the framework's
     # ``agent.context_engine`` import path that framework-style plugins use.
-    from ..compat.loader import import_plugin_package, manifest_of
+    from .compat.loader import import_plugin_package, manifest_of
 
     directory = Path(entry.location or "")
     module = import_plugin_package(directory, entry.name)
@@ -529,7 +526,7 @@ def _load_directory_factory(entry: EngineEntry) -> Callable[..., Any]:
 def _exported_engine_class(module: Any, entry: EngineEntry) -> type:
     import inspect
 
-    from ..compat.loader import exported_engine_classes
+    from .compat.loader import exported_engine_classes
 
     candidates = exported_engine_classes(module)
     if len(candidates) > 1:
@@ -542,34 +539,6 @@ def _exported_engine_class(module: Any, entry: EngineEntry) -> type:
             f"(found: {found}) or define register(ctx)"
         )
     return candidates[0]
-
-
-class EngineRegistrar:
-    """The ``ctx`` a directory engine's ``register(ctx)`` receives.
-
-    ``config`` and ``context`` are what the host would pass a class; the first
-    ``register_context_engine`` call wins, later ones are rejected with a warning.
-    """
-
-    def __init__(self, name: str, config: Any = None, context: Any = None) -> None:
-        self.name = name
-        self.config = config
-        self.context = context
-        self.engine: Any = None
-        self.warnings: list[str] = []
-
-    def register_context_engine(self, engine: Any) -> None:
-        if self.engine is not None:
-            message = (
-                f"directory engine '{self.name}' registered a second engine "
-                f"({type(engine).__name__}); rejected: one registration per name"
-            )
-            self.warnings.append(message)
-            import logging
-
-            logging.getLogger("ctxengine.discovery").warning(message)
-            return
-        self.engine = engine
 
 
 class _RegisterFactory:
@@ -588,8 +557,8 @@ class _RegisterFactory:
         self.manifest = manifest
 
     def __call__(self, config: Any = None, context: Any = None) -> Any:
-        from ..compat import auxiliary
-        from ..compat.loader import PluginRegistrar  # also accepts hooks, commands, tools
+        from .compat import auxiliary
+        from .compat.loader import PluginRegistrar  # also accepts hooks, commands, tools
 
         auxiliary.use_summarizer_of(context)
         registrar = PluginRegistrar(self.name, config, context, self.manifest)

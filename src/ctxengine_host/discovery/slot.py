@@ -27,6 +27,7 @@ from .engines import (
     EngineEntry,
     EngineLoadError,
     PluginPolicy,
+    clear_cache,
     find_entries,
     list_engines,
     load_engine_factory,
@@ -248,7 +249,7 @@ def resolve_engine(
             engine = construct_engine(entry, loaded, make_context)
         except EngineLoadError as exc:
             return fall_back(str(exc), record=True)
-    from ..compat.cloning import clone_problems
+    from .compat.cloning import clone_problems
     from .validation import contract_problems, host_requirement_problems
 
     # A directory engine is selected by its directory name or its engine's name (the
@@ -341,7 +342,7 @@ def construct_engine(
                 f"{type(exc).__name__}: {exc}"
             ) from exc
 
-    from ..compat.cloning import give_fresh_clones
+    from .compat.cloning import give_fresh_clones
 
     engine = make()
     give_fresh_clones(engine, make, always=entry.source == "directory")
@@ -357,8 +358,10 @@ def _record_engine_name(entry: EngineEntry, engine: Any) -> None:
         name = engine.name
     except Exception:
         return
-    if isinstance(name, str) and name and entry.location:
-        record_engine_name(Path(entry.location), name)
+    if not (isinstance(name, str) and name and entry.location):
+        return
+    if record_engine_name(Path(entry.location), name):
+        clear_cache()  # the listing offers the new alias from now on
 
 
 def probe_directory_engines(

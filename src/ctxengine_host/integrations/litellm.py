@@ -18,17 +18,12 @@ tokenizers for some others, an estimate otherwise). See docs/integrations.md.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable
 from typing import Any
 
 import litellm
 
-from ..runtime.tokens import TokenCounter
-from ..summarizer.errors import SummarizerError
-from ..summarizer.openai_backend import build_messages
-from ..summarizer.render import render_transcript
-from ..summarizer.settings import LiteLLMSettings
+from ..summarizer.litellm_backend import LiteLLMBackend as LiteLLMBackend  # its old place
+from ..tokens import TokenCounter
 
 
 def context_window(model: str) -> int | None:
@@ -75,73 +70,3 @@ def litellm_budget(model: str, *, context_length: int | None = None) -> dict[str
             "register the model with litellm.register_model()"
         )
     return {"model": model, "context_length": window, "counter": LiteLLMTokenCounter(model)}
-
-
-class LiteLLMBackend:
-    """``[summarizer] backend = "litellm"``: summaries from ``litellm.completion``.
-
-    LiteLLM retries transient failures itself (``max_retries``); whatever still
-    fails is a :class:`SummarizerError`, so the compaction is aborted and the
-    transcript kept.
-    """
-
-    name = "litellm"
-
-    def __init__(
-        self,
-        settings: LiteLLMSettings,
-        shrink: Callable[[str | list[dict[str, Any]], int, str | None], str] | None = None,
-        count_text: Callable[[str], int] | None = None,
-    ) -> None:
-        self.settings = settings
-        self._shrink = shrink
-        self._count_text = count_text
-
-    def summarize(
-        self,
-        content: str | list[dict[str, Any]],
-        target_tokens: int,
-        focus_topic: str | None = None,
-        previous: str | None = None,
-        level: int = 0,
-    ) -> str:
-        settings = self.settings
-        transcript = render_transcript(content)
-        if (
-            self._shrink
-            and self._count_text
-            and self._count_text(transcript) > settings.max_input_tokens
-        ):
-            transcript = self._shrink(content, settings.max_input_tokens, focus_topic)
-        asked = target_tokens if level == 0 else max(1, int(target_tokens * 0.6))
-        kwargs: dict[str, Any] = {
-            "model": settings.model,
-            "messages": build_messages(transcript, asked, focus_topic, previous, level),
-            "temperature": settings.temperature,
-            "max_tokens": max(16, target_tokens),
-            "timeout": settings.timeout_seconds,
-            "num_retries": settings.max_retries,
-        }
-        if settings.api_base:
-            kwargs["api_base"] = settings.api_base
-        if settings.api_key_env:
-            key = os.environ.get(settings.api_key_env)
-            if not key:
-                raise SummarizerError(
-                    f"the LiteLLM summarizer needs an API key in ${settings.api_key_env}; set "
-                    "it, or change [summarizer] api_key_env"
-                )
-            kwargs["api_key"] = key
-        try:
-            response = litellm.completion(**kwargs)
-        except Exception as exc:
-            raise SummarizerError(
-                f"litellm.completion({settings.model!r}) failed: {type(exc).__name__}: {exc}"
-            ) from exc
-        try:
-            text = response.choices[0].message.content
-        except (AttributeError, IndexError) as exc:
-            raise SummarizerError(f"LiteLLM returned no message for {settings.model!r}") from exc
-        if not isinstance(text, str) or not text.strip():
-            raise SummarizerError(f"LiteLLM returned an empty summary for {settings.model!r}")
-        return text.strip()

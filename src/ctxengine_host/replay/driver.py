@@ -98,10 +98,10 @@ def _load_probes(path: str | Path, session: ParsedSession, explicit: str | None)
 
 
 def _open_host(options: ReplayOptions, store_path: Path) -> ContextHost:
-    from .. import ContextHost
     from ..config import ConfigError, load_config
     from ..discovery.engines import list_engines
     from ..discovery.slot import EngineSelectionError, check_slot_known, choose_slot
+    from ..runtime.host import ContextHost
     from ..stores.quarantine import QuarantineLog
 
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from .figures import chart_svgs, summary_cell
 from .model import ReplayReport
 
 STYLE = """
@@ -21,8 +22,6 @@ def html_report(
     reports: dict[str, dict[str, ReplayReport]], fields: tuple[tuple[str, str], ...]
 ) -> str:
     """The comparison page: per session a summary table, the chart and probe results."""
-    from .compare import chart_svgs, summary_cell
-
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',

@@ -17,15 +17,15 @@ from typing import TYPE_CHECKING, Any
 
 from ..contract.models import AssembleResult
 from ..discovery.fallback import keep_newest_that_fit
+from ..tokens import REPLY_PRIMER_TOKENS
 from .coverage import covered_intervals, mark_omissions, uncovered_runs
 from .isolation import SKIPPED
-from .tokens import REPLY_PRIMER_TOKENS
 from .turns import ProviderRequest
 from .validity import sequence_problems
 from .views import MessagesView, copy_message
 
 if TYPE_CHECKING:
-    from .session import Session
+    from .parts import SessionState
 
 Message = dict[str, Any]
 
@@ -46,7 +46,7 @@ def system_head(system_prompt: str | None, addition: str | None) -> list[Message
 class RequestAssembler:
     """Builds a session's provider requests."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: SessionState) -> None:
         self.session = session
         self._addition_head: tuple[str, list[Message], int] | None = None
 

@@ -23,15 +23,15 @@ from typing import TYPE_CHECKING, Any
 from ..contract.models import CompactResult
 from ..stores.transcript import ToolCallPairing, stamp_identities
 from ..summarizer.errors import SummarizerError
+from ..tokens import message_digest
 from .isolation import SKIPPED
 from .live import LiveEntry
-from .tokens import message_digest
 from .turns import CompactionEvent
 from .validity import SequenceState, sequence_problems
 from .views import MessagesView
 
 if TYPE_CHECKING:
-    from .session import Session
+    from .parts import SessionState
 
 log = logging.getLogger("ctxengine.runtime")
 
@@ -41,7 +41,7 @@ Message = dict[str, Any]
 class Compactor:
     """One session's compactions: call ``compress``, check its result, swap the live view."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: SessionState) -> None:
         self.session = session
 
     def run(

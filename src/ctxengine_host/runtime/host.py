@@ -22,10 +22,12 @@ from ..contract.signatures import call_declared, missing_required
 from ..discovery.plugins import LoadedPlugins, load_plugins, summarizer_plugin_manager
 from ..paths import user_data_dir
 from ..shapes import check_shape
+from ..stores.backends import open_store
 from ..stores.pg_quarantine import quarantine_log_for
 from ..stores.quarantine import QuarantineLog
-from ..stores.transcript import ToolCallPairing, TranscriptStore, open_store, stamp_identities
+from ..stores.transcript import ToolCallPairing, TranscriptStore, stamp_identities
 from ..summarizer import SummarizerService
+from ..tokens import TokenCounter, message_digest
 from .coroutines import CoroutineRunner
 from .isolation import (
     EngineFailure,
@@ -36,7 +38,6 @@ from .isolation import (
     is_quarantined,
 )
 from .session import Session
-from .tokens import TokenCounter, message_digest
 
 log = logging.getLogger("ctxengine.runtime")
 

@@ -16,7 +16,7 @@ from typing import Any
 from ..contract.messages import strip_persistence_fields
 from ..shapes import provider_copy
 from ..stores.transcript import StoredMessage, ToolCallPairing
-from .tokens import TokenCounter, message_digest
+from ..tokens import TokenCounter, message_digest
 from .validity import SequenceState
 from .views import CopyOnWriteMessages, MessagesView, copy_message
 

@@ -17,7 +17,7 @@ from ..faults import fault_point
 from .views import TranscriptView
 
 if TYPE_CHECKING:
-    from .session import Session
+    from .parts import SessionState
 
 log = logging.getLogger("ctxengine.runtime")
 
@@ -25,7 +25,7 @@ log = logging.getLogger("ctxengine.runtime")
 class Maintenance:
     """One session's ``maintain`` runs."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: SessionState) -> None:
         self.session = session
         self._thread: threading.Thread | None = None
 

@@ -185,7 +185,7 @@ class _Worker:
 
     def make_context(self, engine_name: str) -> Any:
         from ..contract.context import EngineContext
-        from .tokens import TokenCounter
+        from ..tokens import TokenCounter
 
         counter = TokenCounter(self.spec.model, self.spec.encoding)
         return EngineContext(
@@ -329,6 +329,6 @@ def main() -> int:
 
 if __name__ == "__main__":
     # Run the module under its real name, so what it pickles names ``ctxengine_host.…``.
-    from ctxengine_host import process_worker
+    from ctxengine_host.runtime import process_worker
 
     sys.exit(process_worker.main())

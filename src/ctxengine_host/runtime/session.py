@@ -31,13 +31,13 @@ from ..faults import fault_point
 from ..limits import InputLimitError, check_nesting, loads_json
 from ..shapes import ShapeError, ShapeReader, timestamp_problem, to_caller, unknown_fields
 from ..stores.transcript import StoredMessage, stamp_identities
+from ..tokens import message_digest
 from .assembly import RequestAssembler, system_head
 from .compaction import Compactor
 from .isolation import SKIPPED, EngineGuard
 from .live import LiveEntry, LiveView
 from .maintenance import Maintenance
 from .subagents import notify_child_ended, spawn_subagent
-from .tokens import message_digest
 from .turns import (
     COMPACTION_REASONS,
     BudgetError,

@@ -9,24 +9,25 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
-if TYPE_CHECKING:
-    from .session import Session
+from .parts import SubagentParent
 
 log = logging.getLogger("ctxengine.runtime")
 
 SUBAGENT_MODES = ("isolated", "fork")
 
+Child = TypeVar("Child")
+
 
 def spawn_subagent(
-    parent: Session,
+    parent: SubagentParent[Child],
     mode: str,
     ttl_s: float | None,
     *,
     system_prompt: str | None,
     tools: list[dict[str, Any]] | None,
-) -> Session:
+) -> Child:
     """Open a child session of ``parent`` (the caller holds the parent's lock)."""
     if mode not in SUBAGENT_MODES:
         raise ValueError(f"sub-agent mode must be 'isolated' or 'fork', got {mode!r}")
@@ -61,7 +62,7 @@ def spawn_subagent(
         raise
 
 
-def notify_child_ended(parent: Session, child_id: str, reason: str) -> None:
+def notify_child_ended(parent: SubagentParent[Any], child_id: str, reason: str) -> None:
     """The parent's side of a child ending: ``on_subagent_ended`` unless the parent ended."""
     if not parent.ended and parent.guard.implements("on_subagent_ended"):
         parent.engine_call("on_subagent_ended", child_session_id=child_id, reason=reason)

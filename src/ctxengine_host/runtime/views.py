@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 if TYPE_CHECKING:
     from ..stores.transcript import StoredMessage
-    from .session import Session
+    from .parts import SessionState
 
 Message = dict[str, Any]
 
@@ -199,7 +199,7 @@ class CopyOnWriteMessages(MessagesView):
 class TranscriptView:
     """What ``maintain`` receives as ``transcript``: read access to this session's store."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: SessionState) -> None:
         self.session_id = session.session_id
         self._session = session
 

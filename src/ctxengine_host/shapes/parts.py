@@ -18,6 +18,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from .images import image_part_tokens as tile_rule
+
 AUDIO_TOKENS_PER_SECOND = 10
 AUDIO_BYTES_PER_SECOND = {"wav": 48_000, "mp3": 16_000}
 FILE_BYTES_PER_TOKEN = 4
@@ -30,9 +32,7 @@ CHAT_PART_TYPES = frozenset({"text", "refusal", "image_url", "input_audio", "fil
 
 
 def image_part_tokens(part: dict[str, Any]) -> int:
-    """Tokens of one ``image_url`` part: OpenAI's tile rule (``tokens.image_part_tokens``)."""
-    from ..runtime.tokens import image_part_tokens as tile_rule  # tokens imports this module
-
+    """Tokens of one ``image_url`` part: OpenAI's tile rule (``images.image_part_tokens``)."""
     return tile_rule(part.get("image_url"))
 
 

@@ -12,12 +12,14 @@ import atexit
 import hashlib
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
+
+from .pg_schemas import QUARANTINE_SCHEMA, TRANSCRIPT_SCHEMA, Schema
 
 SCHEMES = ("postgresql", "postgres")
 #: Entry point group through which an engine distribution registers its schema.
@@ -266,28 +268,9 @@ def xact_lock(conn: Any, key: int) -> None:
 # Schema versions.
 
 
-@dataclass(frozen=True)
-class Schema:
-    """One component's tables: ``steps[i]`` takes the component from version i to i+1.
-
-    A step is SQL text, or a function of the connection for an upgrade that computes
-    values in Python (it runs inside the component's migration transaction).
-    """
-
-    component: str
-    steps: tuple[str | Callable[[Any], None], ...]
-
-    @property
-    def latest(self) -> int:
-        return len(self.steps)
-
-
 def registered_schemas() -> list[Schema]:
     """The host's schemas and those installed engines register (entry point group
     ``ctxengine.pg_schemas``, each value a :class:`Schema`)."""
-    from .pg_quarantine import QUARANTINE_SCHEMA
-    from .pg_transcript import TRANSCRIPT_SCHEMA
-
     schemas = [TRANSCRIPT_SCHEMA, QUARANTINE_SCHEMA]
     for entry in entry_points(group=SCHEMA_GROUP):
         value = entry.load()

@@ -11,26 +11,9 @@ import os
 import time
 from pathlib import Path
 
-from .pg import Schema, open_checked, parse_url, read, transaction
+from .pg import open_checked, parse_url, read, transaction
+from .pg_schemas import QUARANTINE_SCHEMA
 from .quarantine import QuarantineLog, QuarantineRecord
-
-QUARANTINE_SCHEMA = Schema(
-    "quarantine",
-    (
-        """
-        CREATE TABLE quarantine_records (
-            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-            engine TEXT NOT NULL,
-            method TEXT NOT NULL,
-            reason TEXT NOT NULL,
-            time DOUBLE PRECISION NOT NULL,
-            pid INTEGER NOT NULL,
-            host TEXT NOT NULL DEFAULT ''
-        );
-        CREATE INDEX quarantine_records_by_engine ON quarantine_records(engine, id);
-        """,
-    ),
-)
 
 
 class PgQuarantineLog:

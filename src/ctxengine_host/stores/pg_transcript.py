@@ -21,7 +21,6 @@ from typing import Any
 from ..faults import fault_point
 from .pg import (
     PgTarget,
-    Schema,
     advisory_key,
     connect,
     open_checked,
@@ -29,6 +28,7 @@ from .pg import (
     read,
     transaction,
 )
+from .pg_schemas import TRANSCRIPT_SCHEMA
 from .transcript import (
     Message,
     SessionBusy,
@@ -43,59 +43,6 @@ from .transcript import (
 LEASE_TIMEOUT_ENV = "CTXENGINE_PG_LEASE_TIMEOUT"
 _LEASE_POLL_SECONDS = 0.02
 
-TRANSCRIPT_SCHEMA = Schema(
-    "transcripts",
-    (
-        """
-        CREATE TABLE transcript_sessions (
-            session_id TEXT PRIMARY KEY,
-            parent_session_id TEXT,
-            created_at DOUBLE PRECISION NOT NULL,
-            updated_at DOUBLE PRECISION NOT NULL,
-            ended_at DOUBLE PRECISION,
-            turn_index INTEGER NOT NULL DEFAULT 0,
-            system_prompt TEXT,
-            tools TEXT,
-            lease_epoch BIGINT NOT NULL DEFAULT 0
-        );
-        CREATE TABLE transcript_messages (
-            row_id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-            session_id TEXT NOT NULL REFERENCES transcript_sessions(session_id),
-            message_uid TEXT NOT NULL,
-            role TEXT NOT NULL,
-            body TEXT NOT NULL,
-            digest TEXT NOT NULL,
-            absorbed_message_uids TEXT,
-            tool_call_uids TEXT,
-            tool_call_uid TEXT,
-            origin TEXT NOT NULL,
-            created_at DOUBLE PRECISION NOT NULL
-        );
-        CREATE INDEX transcript_messages_by_session ON transcript_messages(session_id, row_id);
-        CREATE INDEX transcript_messages_by_uid ON transcript_messages(message_uid);
-        CREATE TABLE transcript_live (
-            session_id TEXT NOT NULL,
-            position INTEGER NOT NULL,
-            row_id BIGINT NOT NULL REFERENCES transcript_messages(row_id),
-            PRIMARY KEY (session_id, position)
-        );
-        CREATE TABLE transcript_bootstraps (
-            engine TEXT NOT NULL,
-            session_id TEXT NOT NULL,
-            done_at DOUBLE PRECISION NOT NULL,
-            PRIMARY KEY (engine, session_id)
-        );
-        """,
-        # Version 2 (#13): the store's identity, one for every process of the deployment,
-        # and the record of a reset in progress.
-        """
-        CREATE TABLE transcript_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-        INSERT INTO transcript_meta(key, value)
-            VALUES ('store_id', replace(gen_random_uuid()::text, '-', ''));
-        ALTER TABLE transcript_sessions ADD COLUMN reset_pending BOOLEAN NOT NULL DEFAULT FALSE;
-        """,
-    ),
-)
 
 _ROW_COLUMNS = (
     "m.row_id, m.message_uid, m.body, m.digest, m.absorbed_message_uids, m.tool_call_uids,"

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from filelock import FileLock, Timeout
 
+from .._moved import moved_attribute
 from ..contract.models import PERSISTENCE_ONLY_FIELDS
 from ..faults import fault_point
 from ..paths import user_data_dir
@@ -670,16 +671,6 @@ def store_failure(path: Path, exc: BaseException) -> str:
     return f"transcript store {path}: {text}; {fix}"
 
 
-def open_store(location: str | Path | None = None) -> TranscriptStore:
-    """The store at ``location`` (a path, ``sqlite:///PATH`` or ``postgresql://…``;
-    None: the default path)."""
-    if location is None:
-        return SQLiteTranscriptStore(default_store_path())
-    text = str(location)
-    if text.startswith(("postgresql://", "postgres://")):
-        from .pg_transcript import PostgresTranscriptStore
-
-        return PostgresTranscriptStore(text)
-    if text.startswith("sqlite:///"):
-        text = text[len("sqlite:///") :]
-    return SQLiteTranscriptStore(text)
+def __getattr__(name: str) -> object:
+    # ``open_store`` moved to ``stores.backends`` (it names the PostgreSQL store too).
+    return moved_attribute(__name__, name)

@@ -23,7 +23,7 @@ import pluggy
 
 from ..config import ConfigError
 from ..contract.models import SummaryResult
-from ..runtime.tokens import TokenCounter
+from ..tokens import TokenCounter
 from .errors import SummarizerError
 from .extractive import ExtractiveBackend
 from .openai_backend import OpenAIBackend
@@ -68,7 +68,7 @@ class SummarizerService:
     def _make_backend(self) -> Backend:
         if isinstance(self.settings, LiteLLMSettings):
             try:
-                from ..integrations.litellm import LiteLLMBackend
+                from .litellm_backend import LiteLLMBackend
             except ImportError as exc:
                 raise ConfigError(
                     f"[summarizer] backend 'litellm' needs LiteLLM ({exc}); install it with "

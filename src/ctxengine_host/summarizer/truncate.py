@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..runtime.tokens import TokenCounter
+from ..tokens import TokenCounter
 
 TRUNCATION_MARK = "\n[… truncated to fit]"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..contract.context import EngineContext
-from ..runtime.tokens import TokenCounter
 from ..summarizer import SummarizerService
+from ..tokens import TokenCounter
 
 
 def kit_engine_context(engine_name: str, data_dir: Path, counter: TokenCounter) -> EngineContext:

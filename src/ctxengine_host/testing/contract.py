@@ -44,8 +44,8 @@ from ..contract.signatures import (
     missing_required,
 )
 from ..runtime.coroutines import CoroutineRunner
-from ..runtime.tokens import TokenCounter
 from ..runtime.validity import sequence_problems
+from ..tokens import TokenCounter
 from . import samples
 from .concurrency import HostSessions, run_sessions_concurrently
 from .context import kit_engine_context

@@ -1,6 +1,6 @@
 """A Hermes-style agent loop around an exported engine, for tests and the benchmark.
 
-It drives a :class:`~ctxengine_host.compat.FrameworkEngineAdapter` the way the
+It drives a :class:`~ctxengine_host.discovery.compat.FrameworkEngineAdapter` the way the
 framework's host drives its context engine: the host keeps the history with no
 message uids and no system prompt in it, sends ``[system] + history`` to the
 model, calls ``compress`` on its own list and replaces the list with the
@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..runtime.tokens import TokenCounter
+from ..tokens import TokenCounter
 
 SYSTEM_PROMPT = "You are a careful assistant. Answer briefly."
 FACT = "the vault code is 7141-quartz"

@@ -20,8 +20,8 @@ from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
-from ..discovery.engines import EngineLoadError, EngineRegistrar
-from ..discovery.manifest import read_manifest
+from ..loading import EngineLoadError, EngineRegistrar
+from ..manifest import read_manifest
 from .shims import fill_framework_gaps, install_framework_shims, route_auxiliary_client
 
 log = logging.getLogger("ctxengine.compat")
@@ -201,7 +201,7 @@ class PluginRegistrar(EngineRegistrar):
 
 def exported_engine_classes(module: ModuleType) -> list[type]:
     """Concrete ``ContextEngine`` subclasses the plugin package itself defines."""
-    from ..contract.engine import ContextEngine
+    from ...contract.engine import ContextEngine
 
     return [
         obj

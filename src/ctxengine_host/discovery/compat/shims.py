@@ -26,7 +26,7 @@ ROUTED_MARKER = "__ctxengine_routed__"
 
 
 def _fill_context_engine(module: ModuleType) -> None:
-    from ..contract.engine import ContextEngine
+    from ...contract.engine import ContextEngine
     from . import framework_api
 
     vars(module).update(

@@ -13,7 +13,7 @@ from ..config import LoadedConfig
 from ..contract.context import EngineContext
 from ..contract.models import SummaryResult
 from ..paths import user_data_dir
-from ..runtime.tokens import TokenCounter
+from ..tokens import TokenCounter
 
 
 def counter_for(loaded: LoadedConfig) -> TokenCounter:

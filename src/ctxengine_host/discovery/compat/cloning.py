@@ -73,7 +73,7 @@ def clone_problems(engine: Any) -> list[str]:
             f"to return a fresh engine sharing the backend (a deep copy cannot copy "
             f"connections or locks)"
         ]
-    from ..contract.signatures import missing_required
+    from ...contract.signatures import missing_required
 
     if clone is None or missing_required(clone):
         return [f"clone_for_agent() returned {type(clone).__name__}, not an engine"]

@@ -27,7 +27,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ..contract.messages import content_text
+from ...contract.messages import content_text
 
 Message = dict[str, Any]
 

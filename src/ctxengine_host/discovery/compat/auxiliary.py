@@ -40,7 +40,7 @@ def _summarizer() -> Any:
     global _summarize
     with _lock:
         if _summarize is None:
-            from ..summarizer import SummarizerService
+            from ...summarizer import SummarizerService
 
             service = SummarizerService()
             _summarize = lambda content, target_tokens, **kw: service.summarize(  # noqa: E731

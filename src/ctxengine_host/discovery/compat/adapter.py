@@ -14,7 +14,7 @@ Our richer results are folded into what that host understands:
 history ``compress`` hands back, so the host's system prompt never grows.
 The host keeps the history without message uids; before any method that reads
 history, ``ingest`` is fed what the host holds that the engine has not seen
-(:class:`~ctxengine_host.compat.host_view.HostView`), so no message is lost
+(:class:`~ctxengine_host.discovery.compat.host_view.HostView`), so no message is lost
 and none is stored twice.
 The ``covers`` of the last selection are kept in ``last_select_covers`` (the live
 messages the returned list represents without sending them).
@@ -25,9 +25,9 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from ..contract.models import AssembleResult, CompactResult, RuntimeSettings
-from ..contract.signatures import call_declared, is_implemented
-from ..discovery.validation import host_requirement_problems
+from ...contract.models import AssembleResult, CompactResult, RuntimeSettings
+from ...contract.signatures import call_declared, is_implemented
+from ..validation import host_requirement_problems
 from .host_view import HostView, fingerprint
 from .shims import is_shim
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..contract.thresholds import resolve_model_threshold as _match_threshold
+from ...contract.thresholds import resolve_model_threshold as _match_threshold
 
 #: Longest memory-provider text handed to an engine (head and tail kept).
 MEMORY_CONTEXT_MAX_CHARS = 6_000

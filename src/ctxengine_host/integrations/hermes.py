@@ -36,11 +36,11 @@ def build_engine(
     """Our engine ``engine`` (with ``[engines.<engine>]`` of our config), adapted to the ABC."""
     import importlib
 
-    from ..cli.support import context_factory, counter_for
     from ..config import load_config
+    from ..discovery.compat.adapter import FrameworkEngineAdapter
     from ..discovery.engines import EngineLoadError, find_entries, list_engines
     from ..discovery.slot import construct_engine
-    from .adapter import FrameworkEngineAdapter
+    from ..runtime.standalone import context_factory, counter_for
 
     # Import the framework's ABC first, so the adapter registers as its virtual subclass.
     importlib.import_module("agent.context_engine")
@@ -64,7 +64,7 @@ PLUGIN_INIT = '''\
 Hermes context engine (ctx.register_context_engine). Select it with
 `context.engine: {engine}` in config.yaml; remove this directory to uninstall."""
 
-from ctxengine_host.compat.hermes import register_engine
+from ctxengine_host.integrations.hermes import register_engine
 
 
 def register(ctx):
