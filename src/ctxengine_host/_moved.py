@@ -76,7 +76,17 @@ MODULES_NOW_PACKAGES: dict[str, str] = {"discovery": "discovery.engines"}
 
 #: Names that left their module (``module.name`` -> new module), forwarded by the old
 #: module's ``__getattr__`` (:func:`moved_attribute`).
-NAMES_MOVED: dict[str, str] = {"stores.transcript.open_store": "stores.backends"}
+NAMES_MOVED: dict[str, str] = {
+    "stores.transcript.open_store": "stores.backends",
+    "tokens.IMAGE_BASE_TOKENS": "shapes.images",
+    "tokens.IMAGE_TILE_TOKENS": "shapes.images",
+    "tokens.IMAGE_TILE_PX": "shapes.images",
+    "tokens.IMAGE_WORST_CASE_TOKENS": "shapes.images",
+    "tokens.image_tokens": "shapes.images",
+    "tokens.image_part_tokens": "shapes.images",
+    "tokens.data_url_image_size": "shapes.images",
+    "tokens.image_header_size": "shapes.images",
+}
 
 
 def new_name(fullname: str) -> str | None:
@@ -105,13 +115,13 @@ class _Loader(importlib.abc.Loader):
 
     def __init__(self, new: str) -> None:
         self.new = new
-        self._module: ModuleType | None = None
+        self._spec: importlib.machinery.ModuleSpec | None = None
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
         _warn(spec.name, self.new, 2)  # the importing line (importlib's frames are skipped)
-        self._module = importlib.import_module(self.new)
-        self._spec = self._module.__spec__
-        return self._module
+        module = importlib.import_module(self.new)
+        self._spec = module.__spec__
+        return module
 
     def exec_module(self, module: ModuleType) -> None:
         # The import system stamped the alias spec on the shared module; give it back its own.
@@ -140,6 +150,9 @@ def install() -> None:
         sys.meta_path.insert(0, _Finder())
 
 
+_MISSING = object()
+
+
 def moved_attribute(module: str, name: str) -> object:
     """For a module's ``__getattr__``: ``name`` if it moved out of ``module`` (with a
     DeprecationWarning naming its new place), else AttributeError as usual."""
@@ -147,10 +160,10 @@ def moved_attribute(module: str, name: str) -> object:
     target = NAMES_MOVED.get(f"{old}.{name}")
     if target is None and not name.startswith("__"):
         target = MODULES_NOW_PACKAGES.get(old)
-    value = None
+    value = _MISSING
     if target is not None:
-        value = getattr(importlib.import_module(f"{PACKAGE}.{target}"), name, None)
-    if value is None:
+        value = getattr(importlib.import_module(f"{PACKAGE}.{target}"), name, _MISSING)
+    if value is _MISSING:
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
     _warn(f"{module}.{name}", f"{PACKAGE}.{target}.{name}", 3)  # via the module's __getattr__
     return value

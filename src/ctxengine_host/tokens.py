@@ -15,6 +15,7 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
+from ._moved import moved_attribute
 from .contract.messages import content_text, strip_persistence_fields
 from .contract.models import PERSISTENCE_ONLY_FIELDS
 from .shapes.chat import BRIDGE_FIELDS, METADATA_FIELDS
@@ -234,3 +235,8 @@ _UNCOUNTED_FIELDS = frozenset(
 
 def _json_text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def __getattr__(name: str) -> object:
+    # The image tile rule moved to ``shapes.images`` (see ``ctxengine_host._moved``).
+    return moved_attribute(__name__, name)

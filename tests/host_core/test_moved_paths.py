@@ -105,6 +105,29 @@ def test_names_that_left_their_module_warn_and_resolve(statement, new):
     assert run(statement, "-W", "ignore::DeprecationWarning").returncode == 0
 
 
+def test_every_name_that_moved_is_the_object_at_its_new_place():
+    code = (
+        "import importlib, json, warnings\n"
+        "from ctxengine_host import _moved\n"
+        "out = {}\n"
+        "for key, new in _moved.NAMES_MOVED.items():\n"
+        "    module, _, name = key.rpartition('.')\n"
+        "    old = importlib.import_module('ctxengine_host.' + module)\n"
+        "    with warnings.catch_warnings(record=True) as seen:\n"
+        "        warnings.simplefilter('always')\n"
+        "        value = getattr(old, name)\n"
+        "    target = getattr(importlib.import_module('ctxengine_host.' + new), name)\n"
+        "    out[key] = [value is target, [str(w.message) for w in seen]]\n"
+        "print(json.dumps(out))\n"
+    )
+    result = run(code)
+    assert result.returncode == 0, result.stderr
+    for key, (same, messages) in json.loads(result.stdout).items():
+        name = key.rpartition(".")[2]
+        new = f"ctxengine_host.{_moved.NAMES_MOVED[key]}.{name}"
+        assert same and len(messages) == 1 and new in messages[0], (key, messages)
+
+
 def test_an_unknown_name_is_still_an_attribute_error():
     result = run("from ctxengine_host.discovery import no_such_name")
     assert "ImportError" in result.stderr and "no_such_name" in result.stderr

@@ -22,8 +22,8 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from .. import ProviderRequest, Session, TurnReport  # the public names
 from ..contract.usage import UsageError
-from ..runtime.session import ProviderRequest, Session, TurnReport
 from ..runtime.validity import ValidityError
 
 log = logging.getLogger("ctxengine.integrations")
