@@ -210,6 +210,8 @@ def _upgrade_v2(conn: sqlite3.Connection) -> None:
 LCM_SQLITE_SCHEMA = SqliteSchema("lcm", (_SCHEMA_V1, _upgrade_v2))
 SCHEMA_VERSION = str(LCM_SQLITE_SCHEMA.latest)
 
+#: SQLite's page cache per connection, KiB.
+PAGE_CACHE_KIB = 16_384
 #: WAL pages between automatic checkpoints (4 KiB pages: ~40 MB).
 WAL_CHECKPOINT_PAGES = 10_000
 #: Ids per ``IN (...)`` list.
@@ -260,7 +262,11 @@ class SqliteStore(StoreCommon):
         # transactions but never corrupts the file (docs/lcm.md, "Durability").
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA temp_store=MEMORY")
-        conn.execute("PRAGMA cache_size=-65536")
+        # A 16 MiB page cache: searches and appends touch few pages (index roots, the FTS
+        # segments' term pages, the newest rows) and the OS caches the file anyway; a cache
+        # the size of a 100,000-message store (64 MiB before) was most of the engine's
+        # resident memory, for no measurable speed (docs/performance.md).
+        conn.execute(f"PRAGMA cache_size=-{PAGE_CACHE_KIB}")
         # Checkpoint every ~40 MB of WAL instead of 4 MB: pages rewritten by consecutive
         # ingest batches (index and FTS segment pages) are copied back once, not per batch.
         conn.execute(f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_PAGES}")
@@ -585,7 +591,15 @@ class SqliteStore(StoreCommon):
             # Rank only the newest matches: bm25 over every match of a common term would
             # cost time proportional to the history. The window is counted among the
             # caller's matches (scope first): other sessions' matches must not push the
-            # caller's own out of it.
+            # caller's own out of it. Fewer matches than the window in the whole index
+            # (the usual case) need no floor: that probe walks the index alone, without
+            # reading a row per match.
+            probe = self._conn.execute(
+                f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+                (query, relevance_window - 1),
+            ).fetchone()
+            if probe is None:
+                return None
             return self._conn.execute(
                 f"SELECT {fts}.rowid FROM {fts} JOIN {table} {alias} "
                 f"ON {alias}.id = {fts}.rowid WHERE {fts} MATCH ? AND {scope} "
@@ -658,79 +672,62 @@ class SqliteStore(StoreCommon):
         by_relevance: bool,
         deadline: float | None = None,
     ) -> list[SearchHit]:
-        """Matching messages of one conversation's sequence range (a summary's span).
+        """Matching messages of one conversation's sequence range (a summary's span), in
+        one statement (``deadline``, checked by the caller between statements, is unused).
 
         The range becomes a rowid range, which FTS5 seeks to directly. By relevance, the
-        messages holding more of the query's terms come first, newest first among equals:
-        bm25 would let short texts that repeat one term outrank a long log holding most of
-        the terms, and its global statistics cost a pass over each term's whole index per
-        statement. At most ``_WITHIN_CANDIDATES`` of the newest matches are ranked.
+        messages holding more of the query's operands come first, newest first among
+        equals: bm25 would let short texts that repeat one term outrank a long log holding
+        most of the terms, and its global statistics cost a pass over each term's whole
+        index per statement. At most ``_WITHIN_CANDIDATES`` of the newest matches are
+        ranked; the operands held are counted in SQL (one query per operand over the
+        candidates' range, each materialized once), and the rows shown get their snippets
+        from one more pass over the range they lie in (``+rowid``: a seek per row would look
+        every term up again in every index segment).
         """
+        span = (
+            "WITH span AS (SELECT MIN(id) AS lo, MAX(id) AS hi FROM messages "
+            "WHERE conversation_id=? AND seq IN (?, ?))"
+        )
+        in_span = "rowid BETWEEN (SELECT lo FROM span) AND (SELECT hi FROM span)"
+        operands = query_operands(fts_query) if by_relevance else []
+        operands = operands if len(operands) > 1 else []  # one operand: every match holds it
+        held = (
+            " + ".join(
+                "(id IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? AND rowid "
+                "BETWEEN (SELECT MIN(id) FROM candidates) AND (SELECT MAX(id) FROM candidates)))"
+                for _ in operands
+            )
+            or "0"
+        )
+        sql = (
+            f"{span}, candidates AS (SELECT messages_fts.rowid AS id FROM messages_fts "
+            "JOIN messages m ON m.id = messages_fts.rowid WHERE messages_fts MATCH ? "
+            f"AND messages_fts.{in_span} AND m.conversation_id = ? AND m.seq BETWEEN ? AND ? "
+            f"ORDER BY messages_fts.rowid DESC LIMIT ?), "
+            f"best AS (SELECT id, {held} AS held FROM candidates "
+            "ORDER BY held DESC, id DESC LIMIT ?) "
+            "SELECT m.id, m.conversation_id, m.created_at, "
+            f"CASE WHEN length(m.content) <= {int(whole_chars)} THEN m.content "
+            f"ELSE snippet(messages_fts, 0, '', '', '…', {_SNIPPET_TOKENS}) END, "
+            "m.role, m.seq, best.held FROM messages_fts "
+            "JOIN best ON best.id = +messages_fts.rowid JOIN messages m ON m.id = best.id "
+            "WHERE messages_fts MATCH ? AND messages_fts.rowid "
+            "BETWEEN (SELECT MIN(id) FROM best) AND (SELECT MAX(id) FROM best) "
+            "ORDER BY best.held DESC, best.id DESC"
+        )
+        params = [
+            conversation_id, first_seq, last_seq,
+            fts_query, conversation_id, first_seq, last_seq,
+            _WITHIN_CANDIDATES if by_relevance else limit,
+            *operands, limit, fts_query,
+        ]  # fmt: skip
         with self._lock:
-            bounds = self._conn.execute(
-                "SELECT MIN(id), MAX(id) FROM messages WHERE conversation_id=? AND seq IN (?, ?)",
-                (conversation_id, first_seq, last_seq),
-            ).fetchone()
-            if bounds is None or bounds[0] is None:
-                return []
-            scope = (
-                "FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
-                "WHERE messages_fts MATCH ? AND messages_fts.rowid BETWEEN ? AND ? "
-                "AND m.conversation_id = ? AND m.seq BETWEEN ? AND ?"
-            )
-            params = [fts_query, bounds[0], bounds[1], conversation_id, first_seq, last_seq]
-            select = (
-                "SELECT m.id, m.conversation_id, m.created_at, "
-                f"CASE WHEN length(m.content) <= {int(whole_chars)} THEN m.content "
-                f"ELSE snippet(messages_fts, 0, '', '', '…', {_SNIPPET_TOKENS}) END, "
-                f"m.role, m.seq {scope}"
-            )
-            if not by_relevance:
-                rows = self._conn.execute(
-                    f"{select} ORDER BY messages_fts.rowid DESC LIMIT ?", [*params, limit]
-                ).fetchall()
-                return [SearchHit("message", r[0], r[1], r[2], r[3], r[4], r[5], -1) for r in rows]
-            held = self._terms_held(scope, params, fts_query, deadline)
-            best = sorted(held, key=lambda r: (-held[r], -r))[:limit]
-            hits = []
-            for rowid in best:  # one rowid seek each (an IN list would scan the span)
-                r = self._conn.execute(
-                    f"{select} AND messages_fts.rowid = ?", [*params, rowid]
-                ).fetchone()
-                if r is not None:
-                    hits.append(
-                        SearchHit("message", r[0], r[1], r[2], r[3], r[4], r[5], -1, -held[rowid])
-                    )
-            return hits
-
-    def _terms_held(
-        self, scope: str, params: list[Any], fts_query: str, deadline: float | None = None
-    ) -> dict[int, int]:
-        """Query operands each of the newest matches holds, by rowid; at ``deadline`` the
-        operands not counted yet are left out (a coarser order, never an error)."""
-        candidates = [
-            r[0]
-            for r in self._conn.execute(
-                f"SELECT messages_fts.rowid {scope} ORDER BY messages_fts.rowid DESC LIMIT ?",
-                [*params, _WITHIN_CANDIDATES],
-            )
+            rows = self._conn.execute(sql, params).fetchall()
+        score = (lambda held: -float(held)) if by_relevance else (lambda held: None)
+        return [
+            SearchHit("message", r[0], r[1], r[2], r[3], r[4], r[5], -1, score(r[6])) for r in rows
         ]
-        held = dict.fromkeys(candidates, 0)
-        operands = query_operands(fts_query)
-        if not candidates or len(operands) < 2:
-            return held
-        lo, hi = min(candidates), max(candidates)
-        for operand in operands:
-            if deadline is not None and time.monotonic() >= deadline:
-                break
-            for (rowid,) in self._conn.execute(
-                "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? "
-                "AND rowid BETWEEN ? AND ?",
-                (operand, lo, hi),
-            ):
-                if rowid in held:
-                    held[rowid] += 1
-        return held
 
     def _scan_page(self, sql: str, params: Sequence[Any]) -> list[tuple]:
         return self._read(sql, params)
