@@ -24,7 +24,6 @@ from .search import (
     WorkBudget,
     fts_query,
     parse_time,
-    query_operands,
     regex_cost_problem,
     regex_scan,
 )
@@ -249,9 +248,17 @@ class ToolRunner:
             )
         inner = result.pop("_fts_query", None)
         parents = _covering_summaries(self.store, hits) if budget.spend() else {}
+        # The spans of the summary hits, for their inner hits: one read for all of them.
+        spans = (
+            self.store.summaries_by_id(h.id for h in hits if h.kind == "summary")
+            if inner is not None and any(h.kind == "summary" for h in hits) and budget.spend()
+            else {}
+        )
         items = self._charge(
             [
-                self._hit_item(h, access, parents, inner, folded.get((h.kind, h.id), ()), budget)
+                self._hit_item(
+                    h, access, parents, inner, folded.get((h.kind, h.id), ()), budget, spans
+                )
                 for h in hits
             ],
             access,
@@ -302,8 +309,10 @@ class ToolRunner:
         for target in targets:
             if not budget.spend():
                 break
+            # Summaries get a quarter of the slots shown (_messages_first): a quarter of the pool.
+            pool = wanted if target == "messages" or not by_relevance else max(limit, wanted // 4)
             hits += self.store.search_fulltext(
-                access.conversation_ids, query.expression, target, since, until, wanted,
+                access.conversation_ids, query.expression, target, since, until, pool,
                 by_relevance, cfg.grep_relevance_window, cfg.grep_whole_text_chars, preview,
                 all_terms=every,
             )  # fmt: skip
@@ -397,9 +406,11 @@ class ToolRunner:
         fts_query: str | None = None,
         similar: tuple[SearchHit, ...] = (),
         budget: WorkBudget | None = None,
+        spans: dict[int, StoredSummary] | None = None,
     ) -> dict[str, Any]:
-        """One result; ``parents`` maps message hits to their covering summaries (read for
-        all hits at once); ``similar`` are the near-duplicates folded under it."""
+        """One result; ``parents`` maps message hits to their covering summaries and
+        ``spans`` summary hits to their rows (each read for all hits at once); ``similar``
+        are the near-duplicates folded under it."""
         ref = message_ref if hit.kind == "message" else summary_ref
         item: dict[str, Any] = {
             "id": ref(hit.id),
@@ -414,14 +425,9 @@ class ToolRunner:
         else:
             item["depth"] = hit.depth
         item["snippet"] = hit.text
-        operands = len(query_operands(fts_query)) if fts_query is not None else 0
-        if (
-            hit.kind == "summary"
-            and fts_query is not None
-            and (budget is None or budget.spend(2 + operands))
-        ):
+        if hit.kind == "summary" and fts_query is not None and (budget is None or budget.spend()):
             # The verbatim messages under this summary that match too: ids to expand.
-            summary = self.store.summary(hit.id)
+            summary = spans.get(hit.id) if spans is not None else self.store.summary(hit.id)
             if summary is not None:
                 inner = self.store.search_within(
                     summary.conversation_id, summary.first_seq, summary.last_seq, fts_query,
