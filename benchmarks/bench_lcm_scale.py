@@ -7,7 +7,10 @@ summarizer, one with 1,000 messages and one with N (~600 characters each), then 
   each should be at most 2x its time at 1,000;
 - full-text ``lcm_grep`` for a rare term, limit 50 (p50 < 50 ms);
 - relevance-sorted ``lcm_grep`` on a common term, limit 50 (p95 < 500 ms);
-- batched ingest throughput while building (>= 10,000 messages/s);
+- keyword ``lcm_grep`` (``<word> service key``, limit 10, the 50 facts of ``bench_peer``
+  planted over the history): p50 <= 2 ms, p95 <= 10 ms (<= 50 ms at 1,000,000), and
+  recall (the planted value among the results) equal to recall at 1,000;
+- batched ingest throughput while building (>= 20,000 messages/s);
 - engine memory during the measurements (tracemalloc peak), which should not grow with N.
 
     .venv/bin/python benchmarks/bench_lcm_scale.py --messages 100000
@@ -32,6 +35,8 @@ import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from bench_peer import FACTS, RARE_WORDS, fact_keywords  # the same planted facts and words
 
 from ctxengine_host.config import SummarizerSection
 from ctxengine_host.contract.context import EngineContext
@@ -99,18 +104,33 @@ def make_engine(data_dir: Path, summarizer: str) -> LcmEngine:
 
 
 class Generator:
-    """Turns of four messages (user, tool call, tool result, answer), ~600 characters each."""
+    """Turns of four messages (user, tool call, tool result, answer), ~600 characters each.
 
-    def __init__(self, seed: int = 7) -> None:
+    With ``size``, the 50 facts of ``bench_peer`` are planted evenly over the first
+    ``size`` messages (``PASS: the amber service key is K000Z; ...``), and every fact word
+    recurs in one text in 25 everywhere, so a search that ranks only the newest matches of
+    a word loses the old facts."""
+
+    def __init__(self, seed: int = 7, size: int = 0) -> None:
         self.rng = random.Random(seed)
         self.n = 0
+        # Three of a turn's four messages are texts: a fact every size / 50 messages.
+        self.fact_every = 3 * size // (4 * FACTS) if size >= 4 * FACTS else 0
+        self.texts = 0
 
     def text(self) -> str:
         words = self.rng.choices(_WORDS, k=150)
         if self.rng.random() < 0.3:
             words[self.rng.randrange(len(words))] = COMMON_TERM
+        if self.rng.random() < 0.04:
+            words[self.rng.randrange(len(words))] = self.rng.choice(RARE_WORDS)
         if self.n % RARE_EVERY == RARE_EVERY // 2:
             words[0] = f"zqxrare{self.n // RARE_EVERY}"
+        planting = self.fact_every and self.texts // self.fact_every < FACTS
+        if planting and self.texts % self.fact_every == self.fact_every // 2:
+            word, value = fact_keywords(self.texts // self.fact_every)
+            words[:8] = ["PASS:", "the", word, "service", "key", "is", f"{value};", "then"]
+        self.texts += 1
         return " ".join(words)[:780]
 
     def messages(self, count: int) -> list[dict[str, Any]]:
@@ -195,6 +215,18 @@ def measure_side_by_side(runs: list[tuple[LcmEngine, Generator, Timer]]) -> None
             common = {"pattern": COMMON_TERM, "limit": 50, "sort": "relevance"}
             out = timer.time("grep_common", lambda e=engine, a=common: grep(e, a))
             assert out["count"] >= 40, out
+            word, _ = fact_keywords(i % FACTS)
+            keyword = {"pattern": f"{word} service key", "limit": 10}
+            timer.time("grep_keyword", lambda e=engine, a=keyword: grep(e, a))
+
+
+def keyword_recall(engine: LcmEngine) -> int:
+    """Planted facts whose value is in the first 10 results of ``<word> service key``."""
+    found = 0
+    for index in range(FACTS):
+        word, value = fact_keywords(index)
+        found += value in json.dumps(grep(engine, {"pattern": f"{word} service key", "limit": 10}))
+    return found
 
 
 def memory_peaks_mib(engine: LcmEngine, gen: Generator) -> tuple[float, float]:
@@ -220,7 +252,7 @@ def memory_peaks_mib(engine: LcmEngine, gen: Generator) -> tuple[float, float]:
 def build_store(size: int, directory: Path, summarizer: str) -> tuple[LcmEngine, Generator, dict]:
     engine = make_engine(directory, summarizer)
     engine.context.count_tokens("warm the tokenizer up")
-    gen = Generator()
+    gen = Generator(size=size)
     started = time.perf_counter()
     figures: dict[str, Any] = {"messages": size, **build(engine, gen, size)}
     figures["build_s"] = time.perf_counter() - started
@@ -235,6 +267,9 @@ def finish(engine: LcmEngine, gen: Generator, timer: Timer, figures: dict) -> di
         compact_cpu_p50_ms=statistics.median(timer.cpu["compact"]),
         grep_rare_p50_ms=statistics.median(timer.wall["grep_rare"]),
         grep_common_relevance_p95_ms=percentile(timer.wall["grep_common"], 0.95),
+        grep_keyword_p50_ms=statistics.median(timer.wall["grep_keyword"]),
+        grep_keyword_p95_ms=percentile(timer.wall["grep_keyword"], 0.95),
+        keyword_recall=keyword_recall(engine),
     )
     figures["traced_peak_mib"], figures["regex_scan_peak_mib"] = memory_peaks_mib(engine, gen)
     status = engine.get_status()
@@ -296,7 +331,11 @@ def main() -> None:
         "compaction <= 2x (cpu p50)": ratios["compact_cpu_ratio"] <= 2,
         "rare grep p50 < 50 ms": large["grep_rare_p50_ms"] < 50,
         "relevance grep p95 < 500 ms": large["grep_common_relevance_p95_ms"] < 500,
-        "ingest >= 10k msg/s": large["ingest_msgs_per_s"] >= 10_000,
+        "keyword grep p50 <= 2 ms": large["grep_keyword_p50_ms"] <= 2,
+        "keyword grep p95 <= 10 ms (50 ms from 1,000,000)": large["grep_keyword_p95_ms"]
+        <= (50 if args.messages >= 1_000_000 else 10),
+        "keyword recall as at 1,000": large["keyword_recall"] >= small["keyword_recall"],
+        "ingest >= 20k msg/s": large["ingest_msgs_per_s"] >= 20_000,
         "memory independent of history (<= 1.5x)": ratios["memory_ratio"] <= 1.5,
         "every message and summary linked": large["unlinked_messages"] == 0
         and large["unlinked_summaries"] == 0,

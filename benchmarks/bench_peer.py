@@ -55,7 +55,7 @@ _COMMON = (  # noqa: SIM905
 _SYLLABLES = "ka lo mi nu pe ra si to vu xe ba de fi go hu ja ke li mo ny".split()  # noqa: SIM905
 #: A code base's identifiers: 8,000 made-up words, so no two tool outputs look alike.
 _WORDS = _COMMON + [a + b + c for a in _SYLLABLES for b in _SYLLABLES for c in _SYLLABLES]
-_RARE = (  # noqa: SIM905
+RARE_WORDS = (  # noqa: SIM905
     "amber basalt cobalt dune ember fjord garnet harbor indigo jasper kelp lagoon mesa "
     "nimbus onyx prairie quartz raven sierra tundra umber violet willow xenon yarrow zinc"
 ).split()
@@ -63,7 +63,7 @@ _RARE = (  # noqa: SIM905
 
 def fact_keywords(index: int) -> tuple[str, str]:
     """The query's distinctive word for planted fact ``index``, and the value it must find."""
-    return _RARE[index % len(_RARE)], f"K{index:03d}Z"
+    return RARE_WORDS[index % len(RARE_WORDS)], f"K{index:03d}Z"
 
 
 def session_turns(messages: int, seed: int = 17) -> list[list[dict[str, Any]]]:
@@ -80,7 +80,7 @@ def session_turns(messages: int, seed: int = 17) -> list[list[dict[str, Any]]]:
         filler = " ".join(
             rng.choice(_COMMON) if rng.random() < 0.4 else rng.choice(_WORDS) for _ in range(60)
         )
-        echo = _RARE[rng.randrange(len(_RARE))]  # fact words come back in later filler
+        echo = RARE_WORDS[rng.randrange(len(RARE_WORDS))]  # fact words come back in later filler
         if turn in planted:
             first, second = fact_keywords(planted[turn])
             result = f"PASS: the {first} service key is {second}; {filler}"

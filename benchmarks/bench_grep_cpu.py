@@ -1,0 +1,90 @@
+"""``lcm_grep`` keyword queries on a kept bench_peer store: SQL statements and CPU per query.
+
+Builds ours through bench_peer's loop once (``--build``; minutes at 100,000 messages),
+keeps the store in ``--dir``, then runs bench_peer's 50 keyword queries four times each
+and prints statements per query (top level; FTS5's own lookups not counted), CPU time of
+the calling thread per query (p50 / p95: machine load inflates wall time far more) and
+recall. Point ``PYTHONPATH`` at another checkout's ``src`` to measure that code on the
+same store, one version after the other:
+
+    .venv/bin/python benchmarks/bench_grep_cpu.py --dir /tmp/d100k --build --messages 100000
+    PYTHONPATH=/path/to/other/src .venv/bin/python benchmarks/bench_grep_cpu.py --dir /tmp/d100k
+    .venv/bin/python benchmarks/bench_grep_cpu.py --dir /tmp/d100k
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import bench_peer as peer
+
+
+def open_ours(directory: Path) -> Any:
+    engine, _ = peer.build_ours(directory)
+    engine.update_model("gpt-4", peer.WINDOW)
+    engine.on_session_start("bench-peer")
+    return engine
+
+
+def build(directory: Path, messages: int) -> None:
+    """bench_peer's loop for ours, the host's final history kept beside the store."""
+    directory.mkdir(parents=True, exist_ok=True)
+    engine = open_ours(directory)
+    history: list[dict[str, Any]] = []
+    for turn in peer.session_turns(messages):
+        history.extend(turn)
+        tokens = peer.chars4(history)
+        engine.should_compress_preflight(history)
+        usage = {"prompt_tokens": tokens, "completion_tokens": 12, "total_tokens": tokens + 12}
+        engine.update_from_response(usage)
+        if engine.should_compress(tokens):
+            history = engine.compress(history, current_tokens=tokens)
+        engine.on_turn_complete(history, usage=None)
+    (directory / "history.json").write_text(json.dumps(history))
+
+
+def measure(directory: Path) -> dict[str, Any]:
+    engine = open_ours(directory)
+    history = json.loads((directory / "history.json").read_text())
+    statements: list[str] = []
+    engine.engine.store._conn.set_trace_callback(
+        lambda sql: None if sql.startswith("--") else statements.append(sql)
+    )
+    cpu: list[float] = []
+    found = 0
+    for index in range(peer.FACTS):
+        word, value = peer.fact_keywords(index)
+        query = {"pattern": f"{word} service key", "limit": 10}
+        answer = ""
+        for _ in range(peer.GREP_REPEATS):
+            started = time.thread_time()
+            answer = engine.handle_tool_call("lcm_grep", query, messages=history)
+            cpu.append((time.thread_time() - started) * 1000)
+        found += value in answer
+    calls = peer.FACTS * peer.GREP_REPEATS
+    return {
+        "statements_per_grep": round(len(statements) / calls, 1),
+        "cpu_ms_p50": round(statistics.median(cpu), 2),
+        "cpu_ms_p95": round(peer.percentile(cpu, 0.95), 2),
+        "recall": f"{found}/{peer.FACTS}",
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dir", required=True, help="where the store is kept")
+    parser.add_argument("--build", action="store_true", help="build the store first")
+    parser.add_argument("--messages", type=int, default=100_000)
+    args = parser.parse_args()
+    if args.build:
+        build(Path(args.dir), args.messages)
+    print(json.dumps(measure(Path(args.dir))))
+
+
+if __name__ == "__main__":
+    main()
