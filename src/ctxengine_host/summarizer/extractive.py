@@ -492,7 +492,7 @@ def _nothing_kept(content: str | list[dict[str, Any]]) -> str:
     instead (listings and test banners, the very noise the summary leaves out).
     """
     tools = Counter(source for source, _ in labelled_pieces(content) if source.startswith("tool"))
-    listed = ", ".join(f"{name.split(' ', 1)[1]} ×{n}" for name, n in tools.most_common(6))
+    listed = ", ".join(f"{name.split(' ', 1)[1]}: {n}" for name, n in tools.most_common(6))
     what = f"tool outputs ({listed})" if tools else "messages"
     return st.render({st.OTHER: [f"- nothing worth keeping in these {what}"]})
 

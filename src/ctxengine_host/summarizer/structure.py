@@ -42,7 +42,8 @@ _OLD_HEADINGS = {
 }
 _HEADING_KEYS = {s.split(" (")[0].lower(): s for s in SECTIONS} | _OLD_HEADINGS
 
-#: One line prefix: the source of the line (innermost wins when an old summary nested them).
+#: One line prefix: the source of the line (when an old summary nested them, a tool named
+#: anywhere wins, else the innermost).
 _PREFIX_RE = re.compile(
     r"^\s*(?:[-*]\s+)?(user|assistant|system|call|text|note|context [\w.\-]+|tool [\w.\-]+)"
     r"(?:\s+said)?:\s+"
@@ -88,7 +89,9 @@ def parse_lines(text: str) -> Iterator[Line]:
             match = _PREFIX_RE.match(body)
             if not match:
                 break
-            source, body = match.group(1), body[match.end() :]
+            if not source.startswith("tool"):  # text a tool said stays the tool's
+                source = match.group(1)
+            body = body[match.end() :]
         if body.startswith("- "):
             body = body[2:]
         if source.startswith("tool"):
