@@ -23,10 +23,29 @@ _CHARS_PER_TOKEN = 4
 _FALLBACK_THRESHOLD = 24_000
 #: A placeholder id of typical width, to count a summary's tokens before it has an id.
 _PLACEHOLDER_ID = 100_000
+#: Summary targets never exceed these shares of the threshold: the configured 1,000 /
+#: 1,200 tokens fit beside the tail of a 32k window, not of a 4k or 8k one.
+LEAF_TARGET_SHARE = 0.04
+CONDENSED_TARGET_SHARE = 0.05
+#: The smallest target worth asking for (a structured summary's headings and a few lines).
+MIN_TARGET_TOKENS = 64
 
 
 class _NoGain(Exception):
     """The summary would not be smaller than what it replaces: nothing to commit."""
+
+
+def summary_targets(config: LcmConfig, threshold: int) -> tuple[int, int]:
+    """Leaf and condensed summary targets for a window's ``threshold``: the configured
+    sizes, scaled down for small windows so that summaries and the tail still fit."""
+
+    def scaled(configured: int, share: float) -> int:
+        return max(min(configured, MIN_TARGET_TOKENS), min(configured, int(threshold * share)))
+
+    return (
+        scaled(config.leaf_target_tokens, LEAF_TARGET_SHARE),
+        scaled(config.condensed_target_tokens, CONDENSED_TARGET_SHARE),
+    )
 
 
 def fresh_tail_start(items: Sequence[ContextItem], config: LcmConfig, threshold: int) -> int:
@@ -181,6 +200,7 @@ class Compactor:
         reference = threshold or (conversation.context_tokens if force else _FALLBACK_THRESHOLD)
         target = int(reference * cfg.compact_target_fraction)
         summary_budget = int(reference * cfg.summary_budget_fraction)
+        leaf_target, condensed_target = summary_targets(cfg, reference)
         while report.passes < cfg.max_passes_per_sweep:
             if deadline is not None and time.monotonic() >= deadline:
                 report.stopped = "deadline"
@@ -199,11 +219,19 @@ class Compactor:
             try:
                 if run:
                     new_id = self._condense(
-                        conversation_id, [items[i] for i in run], focus_topic, deadline
+                        conversation_id,
+                        [items[i] for i in run],
+                        condensed_target,
+                        focus_topic,
+                        deadline,
                     )
                 else:
                     new_id = self._leaf(
-                        conversation_id, [items[i] for i in chunk], focus_topic, deadline
+                        conversation_id,
+                        [items[i] for i in chunk],
+                        leaf_target,
+                        focus_topic,
+                        deadline,
                     )
             except _NoGain:
                 report.stopped = "no-gain"
@@ -233,6 +261,7 @@ class Compactor:
         self,
         conversation_id: int,
         chunk: list[ContextItem],
+        target_tokens: int,
         focus_topic: str | None,
         deadline: float | None,
     ) -> int | None:
@@ -242,9 +271,7 @@ class Compactor:
         for message in messages:
             message.pop("message_uid", None)
         source_tokens = sum(i.token_count for i in chunk)
-        text, level = self._summarize(
-            messages, self.config.leaf_target_tokens, source_tokens, focus_topic
-        )
+        text, level = self._summarize(messages, target_tokens, source_tokens, focus_topic)
         draft = NewSummary(
             kind="leaf",
             depth=0,
@@ -266,6 +293,7 @@ class Compactor:
         self,
         conversation_id: int,
         run: list[ContextItem],
+        target_tokens: int,
         focus_topic: str | None,
         deadline: float | None,
     ) -> int | None:
@@ -274,7 +302,7 @@ class Compactor:
         source_tokens = sum(i.token_count for i in run)
         text, level = self._summarize(
             "\n\n".join(source_block(s) for s in sources),
-            self.config.condensed_target_tokens,
+            target_tokens,
             source_tokens,
             focus_topic,
         )
@@ -341,8 +369,13 @@ def _as_text(content: str | list[dict[str, Any]]) -> str:
 
 
 def _cut_to_tokens(text: str, limit: int, count: Any) -> str:
-    """A deterministic prefix of ``text`` within ``limit`` tokens (the last-resort summary)."""
+    """A deterministic prefix of ``text`` within ``limit`` tokens (the last-resort summary),
+    ending at a line break when one keeps at least half of it (so that no summary line,
+    a quoted tool output among them, is cut in the middle)."""
     cut = text[: limit * _CHARS_PER_TOKEN]
     while cut and count(cut) > limit:
         cut = cut[: int(len(cut) * 0.8)]
+    if len(cut) < len(text):
+        line_end = cut.rfind("\n")
+        cut = cut[:line_end] if line_end >= len(cut) // 2 else cut
     return cut + " […]"

@@ -134,3 +134,14 @@ def test_forced_compaction_of_a_tiny_history_changes_nothing(tmp_path, database)
     )
     result = engine.compress([], force=True)
     assert not result.compacted and result.tokens_after == result.tokens_before
+
+
+def test_summary_targets_scale_down_with_small_windows():
+    from ctxengine_lcm.compaction import summary_targets
+    from ctxengine_lcm.config import LcmConfig
+
+    config = LcmConfig()
+    assert summary_targets(config, 100_000) == (1_000, 1_200)  # the configured sizes
+    leaf, condensed = summary_targets(config, 3_000)  # a 4k window's threshold
+    assert leaf <= 120 and condensed <= 150
+    assert summary_targets(config, 500) == (64, 64)  # never below a useful minimum

@@ -113,34 +113,37 @@ def _check_tools(
     arg = _argument_name(search_tool, ("query", "pattern", "q", "text"))
     keywords = question_keywords(probe.question)
     queries = [" ".join(keywords), *keywords[: MAX_QUERIES - 1]]
-    hit_ids: list[str] = []
+    holders = [piece for piece in pieces if probe.answer in piece]
+    result.search_found = False
+    result.search_query = queries[0] if queries else ""
+    if expand_tool is not None:
+        result.expand_tool = expand_tool["function"]["name"]
+        id_arg = _argument_name(expand_tool, ("message_uid", "id", "uid", "message_id", "ref"))
+    named_ids = False
     for query in queries:
         found = _call(session, search_tool, {arg: query})
         hit_ids = _ids_holding(found, probe.answer)
-        if hit_ids or _strings_holding(found, probe.answer):
-            result.search_query = query
-            result.search_found = True
-            break
-    else:
-        result.search_query = queries[0] if queries else ""
-        result.search_found = False
-        return
-    if expand_tool is None:
-        return
-    result.expand_tool = expand_tool["function"]["name"]
-    if not hit_ids:
-        result.expand_verbatim = False
-        result.detail = "the search result names no message id to expand"
-        return
-    holders = [piece for piece in pieces if probe.answer in piece]
-    id_arg = _argument_name(expand_tool, ("message_uid", "id", "uid", "message_id", "ref"))
-    for ident in hit_ids[:3]:
-        expanded = _strings(_call(session, expand_tool, {id_arg: ident}))
-        if any(piece in s for piece in holders for s in expanded):
-            result.expand_verbatim = True
+        if not (hit_ids or _strings_holding(found, probe.answer)):
+            continue
+        named_ids = named_ids or bool(hit_ids)
+        if not result.search_found:
+            result.search_query, result.search_found = query, True
+        if expand_tool is None:
             return
-    result.expand_verbatim = False
-    result.detail = "the expanded message differs from the planted one"
+        # A hit can be a summary that holds the answer without naming the message (a
+        # condensed one); as an agent would, search again with the next query then.
+        for ident in hit_ids[:3]:
+            expanded = _strings(_call(session, expand_tool, {id_arg: ident}))
+            if any(piece in s for piece in holders for s in expanded):
+                result.search_query, result.expand_verbatim = query, True
+                return
+    if result.search_found and expand_tool is not None:
+        result.expand_verbatim = False
+        result.detail = (
+            "the search results name no message id to expand"
+            if not named_ids
+            else "the expanded message differs from the planted one"
+        )
 
 
 def _session_pieces(parsed: ParsedSession) -> list[str]:

@@ -9,9 +9,11 @@ wrote). Four figures:
 - ``noise_share``: share of summary lines that are tool-output debris (file
   listings, tool-output headings, doubled prefixes, lines without words);
 - ``injected_lines``: summary lines that restate tool-output text as the user's or
-  the system's words — a line sharing a run of ``SHINGLE`` words with a tool
-  output, written under a user/system/request/task heading or prefix and not
-  marked as tool output;
+  the system's words. Every summary reaches the model inside a user- or system-role
+  message, so a line speaks in that voice unless it quotes: a line is injected when
+  its unquoted text shares a run of ``SHINGLE`` words that only tool outputs said
+  (not the user, the assistant or its tool-call arguments). Quoted means inside
+  double quotes on a line attributed to a tool (``- tool NAME: "..."``);
 - ``score``: ``task_kept * (1 - noise_share)``, 0 when any line is injected, and None
   when the engine wrote no summary at all (nothing to judge; the probe figures tell).
 """
@@ -22,6 +24,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from .probes import searchable_text
 from .sessionfile import message_text
 
 SHINGLE = 6
@@ -34,8 +37,10 @@ NOISE_PATTERNS = (
     re.compile(r"^\W*={3,}.*={3,}\W*$"),  # test-runner banners
 )
 SPEAKER = re.compile(r"^[\s*-]*(?:(?:tool|call) [\w.-]+|user|assistant|system|text|call):\s*")
-VOICE_HEADING = re.compile(r"(?i)(user|system|request|task|instruction|constraint|background|goal)")
-TOOL_MARK = re.compile(r"(?i)(tool output|\btool\b|^>|\[tool|quoted)")
+#: A line that attributes its text to a tool: ``- tool NAME:`` or ``- tool NAME (...):``.
+TOOL_ATTRIBUTION = re.compile(r"^[\s*-]*tool [\w.-]+[^:\"]*:")
+#: A quotation; one a summary was cut inside runs to the end of the line.
+QUOTED = re.compile(r'"[^"]*(?:"|$)|\u201c[^\u201d]*(?:\u201d|$)')
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9_'-]+")
 STOP = frozenset(
     "the and for with that this from into your have will not are was were our you".split()  # noqa: SIM905
@@ -96,6 +101,26 @@ def _strip_speaker(line: str) -> str:
     return SPEAKER.sub("", line, count=1)
 
 
+def _unquoted(line: str) -> str:
+    """What a line says in its own voice: quoted text of an attributed line removed."""
+    match = TOOL_ATTRIBUTION.match(line)
+    if not match:
+        return line
+    return QUOTED.sub(" ", line[match.end() :])
+
+
+def tool_only_shingles(session: list[dict[str, Any]]) -> set[tuple[str, ...]]:
+    """Word runs of tool outputs that no user, assistant or system text (or call) said."""
+    tool: set[tuple[str, ...]] = set()
+    spoken: set[tuple[str, ...]] = set()
+    for message in session:
+        if message.get("role") == "tool":
+            tool |= _shingles(message_text(message))
+        else:
+            spoken |= _shingles(searchable_text(message))
+    return tool - spoken
+
+
 def _is_noise(line: str) -> bool:
     if any(p.search(line) for p in NOISE_PATTERNS):
         return True
@@ -111,20 +136,9 @@ def evaluate_summaries(
     task_words = {w for w in _words(task_statement(session)) if len(w) > 3 and w not in STOP}
     request_words = set(_words("\n".join(message_text(m) for m in final)))
     task_kept = len(task_words & request_words) / len(task_words) if task_words else 1.0
-    tool_shingles: set[tuple[str, ...]] = set()
-    for message in session:
-        if message.get("role") == "tool":
-            tool_shingles |= _shingles(message_text(message))
+    tool_shingles = tool_only_shingles(session)
     noise = [line for line in lines if _is_noise(line)]
-    injected: list[str] = []
-    heading = ""
-    for line in lines:
-        if line.lstrip().startswith("#"):
-            heading = line
-            continue
-        in_voice = VOICE_HEADING.search(heading) or VOICE_HEADING.match(line.strip("-* "))
-        if in_voice and not TOOL_MARK.search(line) and _shingles(line) & tool_shingles:
-            injected.append(line)
+    injected = [line for line in lines if _shingles(_unquoted(line)) & tool_shingles]
     noise_share = len(noise) / len(lines) if lines else 0.0
     score = None if not lines else 0.0 if injected else task_kept * (1 - noise_share)
     return SummaryQuality(

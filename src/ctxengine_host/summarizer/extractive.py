@@ -4,16 +4,25 @@ Offline and deterministic. The input is cut into short units (sentences or
 lines); each unit is scored by who said it (the user's asks weigh most, tool
 output must carry a clear signal), by cue words (decisions, constraints,
 errors, outcomes, open tasks), by the identifiers it carries (paths, URLs,
-``key=value``, versions, hashes, error codes, names, dates), by its rare words
-(few units of the new content use them) and by the focus topic.
+``key=value``, versions, addresses, hashes, error codes, names, dates), by its
+rare words (few units of the new content use them) and by the focus topic.
+Listing rows, totals and test-runner banners are never worth a line.
+
+The summary has the sections of :mod:`.structure`: the task in the user's own
+words is pinned (it takes up to ``TASK_SHARE`` of the budget before anything
+else), documents the framework injected become one line of context each, the
+files read and edited and the symbols involved are kept as three short lines
+(:mod:`.files`), tool output is quoted, and open items that a later outcome
+closed are dropped.
 
 Units are chosen greedily by value per token. Values only fall as the choice
 grows (an identifier counts once, a rare word already chosen counts a little,
 each further unit from the same message is worth less), so a lazy heap keeps
-the cost at O(n log n). A previous summary is parsed back into units that
-compete with the new ones; its words are not counted for rarity, so its facts
-keep their value while new content does not repeat them, and a unit whose key
-a newer unit sets to another value is dropped (superseded).
+the cost at O(n log n). A previous summary (or, for a condensed summary, the
+summaries being condensed) is parsed back into units that keep their section;
+a previous summary's words are not counted for rarity, so its facts keep their
+value while new content does not repeat them, and a unit whose key a newer unit
+sets to another value is dropped (superseded).
 
 Token sizes are estimated from characters during selection; the result is
 counted exactly once (and trimmed if the estimate was short).
@@ -28,7 +37,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from . import structure as st
 from .features import CUE_WEIGHTS, IDENT_WEIGHTS, extract
+from .files import FileLedger
 from .render import labelled_pieces
 
 #: Units longer than this are cut into chunks.
@@ -41,18 +52,23 @@ CHARS_PER_TOKEN = 4.2
 MIN_VALUE = 2.0
 #: Tool output must clear a higher bar: it is mostly listings, code and logs.
 MIN_TOOL_VALUE = 2.6
+#: So must a line with no identifier and no cue ("Let me know if you want more").
+MIN_NOTE_VALUE = 3.0
 #: Each unit already taken from the same message divides a unit's value by ``1 + this``.
 SAME_MESSAGE_DECAY = 0.5
 
-SECTIONS = (
-    "User requests and constraints",
-    "Decisions",
-    "Facts and values",
-    "Errors and outcomes",
-    "Commands and tool calls",
-    "Open tasks",
-    "Other notes",
-)
+#: The task (the first user message's opening units, and the user's lines in the Task
+#: section of earlier summaries) is kept first, in order, within this share of the budget.
+TASK_SHARE = 0.06
+#: The task's opening units (sentences or lines) are pinned; the rest compete like others.
+TASK_UNITS = 4
+#: A tool line of a few words that states a distinctive value (``Version: 3.3.7``, an
+#: address, a key=value) is what later questions ask about; this raises it over the
+#: tool-output bar (log and history lines, longer, do not get it).
+KEY_VALUE_BONUS = 1.6
+KEY_VALUE_KINDS = frozenset({"version", "kv", "addr", "code", "hex", "url", "email"})
+#: Listing rows, totals and banners carry nothing a later turn needs.
+NOISE_PENALTY = 4.0
 
 SOURCE_WEIGHTS = {
     "user": 1.5,
@@ -61,6 +77,7 @@ SOURCE_WEIGHTS = {
     "call": 0.3,
     "text": 1.0,
     "note": 1.0,
+    "context": 0.6,
 }
 TOOL_WEIGHT = 0.0
 
@@ -78,8 +95,9 @@ RARE_DF_SHARE = 0.001
 MACHINE_LINE_PENALTY = 0.8
 
 _SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[`])")
-_BULLET_RE = re.compile(
-    r"^\s*-\s+(?:(user|assistant|system|call|text|note|tool [\w.\-]+):\s+)?(.*)$"
+_TAG_LINE_RE = re.compile(r"^</?[\w-]+>$")
+_NOISE_LINE_RE = re.compile(
+    r"^(?:[-dlcbps][rwxsStT-]{9}[.+@]?\s|total \d+$|={3,}.*={3,}$|-{5,}$|\S+\s+\d+%\s)"
 )
 _WORD_RE = re.compile(r"[a-z0-9]{3,}")
 _STOPWORDS = frozenset(
@@ -112,10 +130,14 @@ class Unit:
     from_previous: bool = False
     rare: tuple[str, ...] = ()
     group: int = 0  # the message (or previous-summary line) the unit comes from
+    cues: frozenset[str] = frozenset()
+    pinned: bool = False  # the task: kept first, within TASK_SHARE of the budget
 
     @property
     def min_value(self) -> float:
-        return MIN_TOOL_VALUE if self.source.startswith("tool") else MIN_VALUE
+        if self.source.startswith("tool"):
+            return MIN_TOOL_VALUE
+        return MIN_NOTE_VALUE if self.section == st.OTHER else MIN_VALUE
 
 
 def estimate_tokens(text: str) -> int:
@@ -132,7 +154,12 @@ def split_units(text: str, max_chars: int) -> list[str]:
     units: list[str] = []
     for line in text.splitlines():
         line = line.strip()
-        if not line or line.startswith("```") or not any(ch.isalnum() for ch in line):
+        if (
+            not line
+            or line.startswith("```")
+            or not any(ch.isalnum() for ch in line)
+            or _TAG_LINE_RE.match(line)
+        ):
             continue
         for sentence in _SENTENCE_SPLIT_RE.split(line) if len(line) > 80 else (line,):
             sentence = sentence.strip()
@@ -154,29 +181,45 @@ def focus_terms(focus_topic: str | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(w for w in words if w not in _STOPWORDS))
 
 
-def _section(source: str, cues: set[str], has_idents: bool) -> str:
-    if "task" in cues:
-        return "Open tasks"
-    if "decision" in cues:
-        return "Decisions"
+def _section(source: str, cues: set[str], kinds: set[str]) -> str:
+    """Where a unit belongs in the summary, from who said it and what it says."""
+    if source.startswith("context"):
+        return st.CONTEXT
     if source == "user":
-        return "User requests and constraints"
-    if "error" in cues or (source.startswith("tool") and "outcome" in cues):
-        return "Errors and outcomes"
+        if "decision" in cues:
+            return st.DECISIONS
+        if "task" in cues:
+            return st.STATE
+        return st.CONSTRAINTS if "constraint" in cues else st.TASK
+    if source.startswith("tool"):
+        if cues & {"error", "outcome"}:
+            return st.ERRORS
+        return st.VALUES if kinds else st.OTHER
     if source == "call":
-        return "Commands and tool calls"
-    if has_idents:
-        return "Facts and values"
-    return "Other notes"
+        return st.FILES if "path" in kinds else st.VALUES
+    if "decision" in cues:
+        return st.DECISIONS
+    if "task" in cues:
+        return st.STATE
+    if cues & {"error", "outcome"}:
+        return st.ERRORS
+    return st.VALUES if kinds - {"num", "ident"} else st.OTHER
 
 
 def make_unit(
-    text: str, source: str, order: int, terms: tuple[str, ...], from_previous: bool = False
+    text: str,
+    source: str,
+    order: int,
+    terms: tuple[str, ...],
+    from_previous: bool = False,
+    section: str | None = None,
 ) -> Unit:
     """Score one unit (all but the parts that depend on coverage and word rarity)."""
     features = extract(text)
     found, cues = features.idents, features.cues
-    weight = SOURCE_WEIGHTS.get(source, TOOL_WEIGHT if source.startswith("tool") else 1.0)
+    kinds = {kind for kind, _ in found}
+    kind_of_source = source.split(" ", 1)[0]
+    weight = SOURCE_WEIGHTS.get(kind_of_source, TOOL_WEIGHT if source.startswith("tool") else 1.0)
     base = weight + sum(CUE_WEIGHTS[c] for c in cues)
     if source != "user" and "constraint" in cues:
         base -= CUE_WEIGHTS["constraint"] / 2
@@ -191,6 +234,10 @@ def make_unit(
     letters = len(_NOISE_CHARS_RE.findall(text))
     if letters < len(text) * 0.3:
         base -= 1.0
+    if _NOISE_LINE_RE.match(text):
+        base -= NOISE_PENALTY
+    elif source.startswith("tool") and kinds & KEY_VALUE_KINDS and len(text.split()) <= 4:
+        base += KEY_VALUE_BONUS
     idents = tuple(
         dict.fromkeys((value.lower().strip("`"), IDENT_WEIGHTS[kind]) for kind, value in found)
     )
@@ -202,49 +249,113 @@ def make_unit(
         idents=idents,
         words=features.words,
         keys=features.keys,
-        section=_section(source, cues, bool(found)),
-        cost=estimate_tokens(text) + 3,
+        section=section or _section(source, cues, kinds),
+        cost=estimate_tokens(text) + 3 + (len(source) + 5 if source.startswith("tool") else 0),
         from_previous=from_previous,
+        cues=frozenset(cues),
     )
 
 
-def _previous_units(previous: str, terms: tuple[str, ...], max_chars: int) -> list[Unit]:
+def _parsed_units(
+    text: str,
+    terms: tuple[str, ...],
+    max_chars: int,
+    ledger: FileLedger,
+    first: int,
+    previous: bool,
+) -> list[Unit]:
+    """Units of a summary (a previous one, or those a condensed summary merges), each
+    keeping its section; its file lines go back into ``ledger``."""
     units: list[Unit] = []
-    for line in previous.splitlines():
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#") or stripped.lower().startswith("focus:"):
+    for line in st.parse_lines(text):
+        if line.section == st.FILES and ledger.merge_line(line.text):
             continue
-        match = _BULLET_RE.match(stripped)
-        source, text = (match.group(1) or "note", match.group(2)) if match else ("note", stripped)
-        for piece in split_units(text, max_chars):
-            unit = make_unit(piece, source, len(units), terms, from_previous=True)
-            unit.group = -1 - len(units)
+        for piece in split_units(line.text, max_chars):
+            unit = make_unit(piece, line.source, first + len(units), terms, previous, line.section)
+            unit.group = -1 - first - len(units)
+            unit.pinned = unit.section == st.TASK and line.source in ("user", "note")
             units.append(unit)
     return units
 
 
-def collect_units(
+def _content_units(
+    content: str | list[dict[str, Any]],
+    terms: tuple[str, ...],
+    max_chars: int,
+    ledger: FileLedger,
+    first: int,
+) -> list[Unit]:
+    """Units of the new content; the first user message is the task (pinned)."""
+    if isinstance(content, str) and st.is_structured(content):
+        return _parsed_units(content, terms, max_chars, ledger, first, previous=False)
+    units: list[Unit] = []
+    task_group: int | None = None
+    last_paths: list[str] = []
+    for group, (source, text) in enumerate(labelled_pieces(content)):
+        if source.startswith("context"):
+            pieces = [_document_digest(source.split(" ", 1)[1], text)]
+        else:
+            pieces = split_units(text, max_chars)
+        if source == "call":
+            last_paths = ledger.call(text.split("(", 1)[0], text)
+        elif source.startswith("tool"):
+            ledger.output(text, last_paths)
+        elif source == "assistant":
+            ledger.mentioned(text)
+        elif source == "user" and task_group is None:
+            task_group = group
+        section = st.FILES if source == "call" and last_paths else None
+        for number, piece in enumerate(pieces):
+            unit = make_unit(piece, source, first + len(units), terms, section=section)
+            unit.group = group
+            unit.pinned = group == task_group and number < TASK_UNITS
+            units.append(unit)
+    last_said = next((u.group for u in reversed(units) if u.source == "assistant"), None)
+    for unit in units:
+        if unit.group == last_said and unit.section == st.OTHER:
+            unit.section = st.STATE  # where the work stood when this span ended
+    return units
+
+
+def _document_digest(tag: str, text: str) -> str:
+    """One line for a document the framework injected: what it is, never its requests."""
+    lines = [line.strip() for line in text.splitlines()[1:] if line.strip()]
+    title = next((line.lstrip("# ") for line in lines if line.startswith("#")), "")
+    return f"{(title or tag)[:80]} ({len(text)} characters)"
+
+
+def _closed(units: list[Unit]) -> set[int]:
+    """Open items a later outcome closed: it shares at least two content words with them."""
+    closed: set[int] = set()
+    outcomes = [(i, set(u.words)) for i, u in enumerate(units) if "outcome" in u.cues]
+    for index, unit in enumerate(units):
+        if "task" not in unit.cues or unit.section != st.STATE:
+            continue
+        words = set(unit.words)
+        if any(i > index and len(words & done) >= 2 for i, done in outcomes):
+            closed.add(index)
+    return closed
+
+
+def collect(
     content: str | list[dict[str, Any]],
     previous: str | None,
     focus_topic: str | None,
     max_chars: int = MAX_UNIT_CHARS,
-) -> list[Unit]:
-    """All candidate units: the previous summary's first, then the new content's.
+) -> tuple[list[Unit], FileLedger]:
+    """All candidate units (the previous summary's first, then the new content's) and
+    the files and symbols the input touched.
 
     Exact duplicates keep their latest occurrence; a unit whose key a later unit
-    sets to another value is dropped (superseded). A word is rare when it occurs
-    in few units of the new content: the previous summary's own words do not
-    count, so its facts stay rare while new content does not repeat them.
+    sets to another value is dropped (superseded), and so is an open item a later
+    outcome closed. A word is rare when it occurs in few units of the new content:
+    the previous summary's own words do not count, so its facts stay rare while new
+    content does not repeat them.
     """
     terms = focus_terms(focus_topic)
-    units = _previous_units(previous, terms, max_chars) if previous else []
-    order = len(units)
-    for group, (source, text) in enumerate(labelled_pieces(content)):
-        for piece in split_units(text, max_chars):
-            unit = make_unit(piece, source, order, terms)
-            unit.group = group
-            units.append(unit)
-            order += 1
+    ledger = FileLedger()
+    units = _parsed_units(previous, terms, max_chars, ledger, 0, True) if previous else []
+    units += _content_units(content, terms, max_chars, ledger, len(units))
     frequency = Counter(word for unit in units if not unit.from_previous for word in unit.words)
     latest_text: dict[str, int] = {}
     latest_key: dict[str, tuple[int, str]] = {}
@@ -252,9 +363,10 @@ def collect_units(
         latest_text[_norm(unit.text)] = index
         for key, value in unit.keys:
             latest_key[key] = (index, value)
+    closed = _closed(units)
     kept = []
     for index, unit in enumerate(units):
-        if latest_text[_norm(unit.text)] != index:
+        if latest_text[_norm(unit.text)] != index or index in closed:
             continue
         if any(latest_key[k][0] > index and latest_key[k][1] != v for k, v in unit.keys):
             continue
@@ -262,7 +374,7 @@ def collect_units(
     rare_df = max(RARE_DF, int(len(units) * RARE_DF_SHARE))
     for unit in kept:
         unit.rare = tuple(w for w in unit.words if frequency[w] <= rare_df)
-    return kept
+    return kept, ledger
 
 
 def _value(unit: Unit, covered: set[str], same_message: int = 0) -> float:
@@ -273,23 +385,41 @@ def _value(unit: Unit, covered: set[str], same_message: int = 0) -> float:
     return value / (1.0 + SAME_MESSAGE_DECAY * same_message)
 
 
-def select_units(units: list[Unit], budget_tokens: int) -> list[Unit]:
-    """Greedy choice by value per token (lazy: values only fall as the choice grows).
+def select_units(
+    units: list[Unit], budget_tokens: int, task_share: float = TASK_SHARE
+) -> list[Unit]:
+    """The pinned task units first (in order, within ``task_share`` of the budget), then a
+    greedy choice by value per token (lazy: values only fall as the choice grows).
 
     Identifiers and rare words count once; each further unit from the same
     message is worth less, so one long listing cannot fill the summary.
     """
     if not units or budget_tokens <= 0:
         return []
+    chosen: list[int] = []
+    covered: set[str] = set()
+    taken: Counter[int] = Counter()
+    used = 0
+
+    def take(index: int) -> None:
+        nonlocal used
+        unit = units[index]
+        chosen.append(index)
+        used += unit.cost
+        taken[unit.group] += 1
+        covered.update(ident for ident, _ in unit.idents)
+        covered.update(unit.rare)
+
+    task_budget = int(budget_tokens * task_share)
+    for index, unit in enumerate(units):
+        if unit.pinned and used + unit.cost <= task_budget:
+            take(index)
     last = max(1, units[-1].order)
     # Newer units rank a little higher per token; recency never makes a unit eligible.
     scale = [(1.0 + 0.3 * max(0, u.order) / last) / (u.cost / 40.0 + 1.0) for u in units]
-    covered: set[str] = set()
-    taken: Counter[int] = Counter()
-    heap = [(-_value(u, covered) * scale[i], i) for i, u in enumerate(units)]
+    picked = set(chosen)
+    heap = [(-_value(u, covered) * scale[i], i) for i, u in enumerate(units) if i not in picked]
     heapq.heapify(heap)
-    chosen: list[int] = []
-    used = 0
     while heap:
         _, index = heapq.heappop(heap)
         unit = units[index]
@@ -300,27 +430,22 @@ def select_units(units: list[Unit], budget_tokens: int) -> list[Unit]:
             continue
         if value < unit.min_value or used + unit.cost > budget_tokens:
             continue
-        chosen.append(index)
-        used += unit.cost
-        taken[unit.group] += 1
-        covered.update(ident for ident, _ in unit.idents)
-        covered.update(unit.rare)
+        take(index)
     chosen.sort()
     return [units[i] for i in chosen]
 
 
-def render_summary(units: list[Unit], focus_topic: str | None, aggressive: bool) -> str:
-    """Sections in a fixed order, units chronological inside each (flat when aggressive)."""
-    if aggressive:
-        return "\n".join(f"- {u.text}" for u in units)
-    lines = [f"Focus: {focus_topic}"] if focus_topic else []
-    for section in SECTIONS:
-        members = [u for u in units if u.section == section]
-        if not members:
-            continue
-        lines.append(f"## {section}")
-        lines.extend(f"- {u.source}: {u.text}" for u in members)
-    return "\n".join(lines)
+def render_summary(
+    units: list[Unit], focus_topic: str | None, ledger: FileLedger | None = None
+) -> str:
+    """The sections of :mod:`.structure`, units chronological inside each; the files and
+    symbols of ``ledger`` first in theirs (those no unit names)."""
+    said = "\n".join(u.text for u in units)
+    files = ledger.lines(said) if ledger else []
+    sections: dict[str, list[str]] = {st.FILES: [f"- {line}" for line in files]}
+    for unit in units:
+        sections.setdefault(unit.section, []).append(st.render_line(unit.source, unit.text))
+    return st.render(sections, focus_topic)
 
 
 class ExtractiveBackend:
@@ -341,23 +466,42 @@ class ExtractiveBackend:
     ) -> str:
         aggressive = level >= 1
         max_chars = AGGRESSIVE_UNIT_CHARS if aggressive else MAX_UNIT_CHARS
-        units = collect_units(content, previous, focus_topic, max_chars)
-        overhead = 0 if aggressive else 4 * len(SECTIONS)
-        budget = max(0, target_tokens - overhead)
-        chosen = select_units(units, budget)
-        text = render_summary(chosen, focus_topic, aggressive)
+        units, found = collect(content, previous, focus_topic, max_chars)
+        ledger: FileLedger | None = found
+        overhead = 4 * len({u.section for u in units} | {st.FILES})
+        overhead += sum(estimate_tokens(line) + 2 for line in found.lines())
+        if overhead > target_tokens // 3:  # a small target: the file lists give way first
+            ledger, overhead = None, 4 * len(st.SECTIONS)
+        chosen = select_units(units, max(0, target_tokens - overhead))
+        text = render_summary(chosen, focus_topic, ledger) or _nothing_kept(content)
         for _ in range(6):
             excess = self._count_text(text) - target_tokens
-            if excess <= 0 or not chosen:
+            if excess <= 0 or not (chosen or ledger):
                 break
+            if not chosen:
+                ledger = None
             chosen = _drop_weakest(chosen, int(excess * 1.2) + 1)
-            text = render_summary(chosen, focus_topic, aggressive)
+            text = render_summary(chosen, focus_topic, ledger)
         return text
 
 
+def _nothing_kept(content: str | list[dict[str, Any]]) -> str:
+    """What an input without one line worth keeping held: its tool outputs, counted.
+
+    An empty summary would make the service truncate the raw input into the context
+    instead (listings and test banners, the very noise the summary leaves out).
+    """
+    tools = Counter(source for source, _ in labelled_pieces(content) if source.startswith("tool"))
+    listed = ", ".join(f"{name.split(' ', 1)[1]}: {n}" for name, n in tools.most_common(6))
+    what = f"tool outputs ({listed})" if tools else "messages"
+    return st.render({st.OTHER: [f"- nothing worth keeping in these {what}"]})
+
+
 def _drop_weakest(units: list[Unit], tokens: int) -> list[Unit]:
-    """Drop the least valuable units until about ``tokens`` are freed."""
-    ranked = sorted(range(len(units)), key=lambda i: (_value(units[i], set()), units[i].order))
+    """Drop the least valuable units until about ``tokens`` are freed (the task last)."""
+    ranked = sorted(
+        range(len(units)), key=lambda i: (units[i].pinned, _value(units[i], set()), units[i].order)
+    )
     dropped: set[int] = set()
     freed = 0
     for index in ranked:

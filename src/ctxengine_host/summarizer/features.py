@@ -18,6 +18,7 @@ IDENT_WEIGHTS = {
     "kv": 0.6,
     "path": 0.6,
     "version": 0.8,
+    "addr": 0.8,
     "hex": 0.8,
     "code": 0.8,
     "name": 0.8,
@@ -27,7 +28,7 @@ IDENT_WEIGHTS = {
 }
 
 #: Identifier kinds that also count as rare words when they are rare in the input.
-DISTINCTIVE_KINDS = frozenset({"url", "email", "version", "hex", "code", "name", "date"})
+DISTINCTIVE_KINDS = frozenset({"url", "email", "version", "addr", "hex", "code", "name", "date"})
 
 CUE_WEIGHTS = {
     "decision": 1.6,
@@ -126,6 +127,10 @@ PATH_SUFFIXES = frozenset(
     ]
 )
 _STRIP = "\"'`()[]{}<>,;!?*"
+#: ``host:port`` (``0.0.0.0:8080``, ``localhost:5432``, ``:8080``).
+_ADDR_RE = re.compile(r"(?:[A-Za-z][\w-]*(?:\.[\w-]+)*|\d+(?:\.\d+){3})?:\d{2,5}")
+#: A grep hit ``path:line:rest``: the rest is classified on its own.
+_GREP_HIT_RE = re.compile(r"([\w./-]+):\d+:(\S+)")
 _VERSION_RE = re.compile(r"v?\d+\.\d+\.\d+(?:[-+.][\w.]+)?")
 _HEX_RE = re.compile(r"(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,64}")
 _CODE_RE = re.compile(r"[A-Z][A-Z0-9]*(?:[_-][A-Z0-9]+)+|[A-Z]{1,5}-?\d{2,}")
@@ -247,6 +252,11 @@ def _classify(token: str) -> str | None:
         return "num"
     if "@" in token and "." in token.rsplit("@", 1)[-1]:
         return "email"
+    hit = _GREP_HIT_RE.fullmatch(token)
+    if hit:
+        return _classify(hit.group(2))
+    if _ADDR_RE.fullmatch(token):
+        return "addr"
     if "=" in token:
         key, _, value = token.partition("=")
         return "kv" if key and value.strip("=") and _KEY_RE.fullmatch(key) else None
@@ -315,6 +325,10 @@ def extract(text: str) -> Features:
             continue
         if not token:
             continue
+        hit = _GREP_HIT_RE.fullmatch(token)
+        if hit:
+            found.append(("path", hit.group(1)))
+            token = hit.group(2)
         kind = _classify(token)
         if kind:
             found.append((kind, token))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -11,6 +12,21 @@ from ..contract.messages import content_text
 
 #: How much of a tool call's arguments a label shows.
 ARGS_PREVIEW_CHARS = 100
+#: The opening tag of a user message that is one tagged block.
+_OPEN_TAG_RE = re.compile(r"\s*<([A-Za-z][\w-]{1,40})(?:\s[^>]{0,200})?>")
+
+
+def injected_document(text: str) -> str | None:
+    """The tag of a document the agent's framework injected as a user message, else None.
+
+    Frameworks wrap workspace files, environment and microagent knowledge in one
+    tagged block (``<workspace_context>...</workspace_context>``); a user's own
+    message is not one such block.
+    """
+    match = _OPEN_TAG_RE.match(text)
+    if match and text.rstrip().endswith(f"</{match.group(1)}>"):
+        return match.group(1)
+    return None
 
 
 def tool_names_by_call_id(messages: list[dict[str, Any]]) -> dict[str, str]:
@@ -45,7 +61,8 @@ def _scalar(value: Any) -> str:
 def labelled_pieces(content: str | list[dict[str, Any]]) -> Iterator[tuple[str, str]]:
     """Yield ``(source, text)`` pairs.
 
-    The source is user, assistant, system, call, text or ``tool <name>``.
+    The source is user, assistant, system, call, text, ``tool <name>``, or
+    ``context <tag>`` for a document the agent's framework injected as a user message.
     """
     if isinstance(content, str):
         yield "text", content
@@ -58,7 +75,10 @@ def labelled_pieces(content: str | list[dict[str, Any]]) -> Iterator[tuple[str, 
             tool = names.get(message.get("tool_call_id", ""), message.get("name") or "tool")
             yield f"tool {tool}", text
             continue
-        if text:
+        document = injected_document(text) if role == "user" and text else None
+        if document:
+            yield f"context {document}", text
+        elif text:
             yield (role if role in ("user", "assistant", "system") else "text"), text
         for call in message.get("tool_calls") or ():
             fn = (call.get("function") or {}) if isinstance(call, dict) else {}
