@@ -135,13 +135,12 @@ def leaf_chunk(
         start = end
 
 
-def condense_run(items: Sequence[ContextItem], fanin: int, under_pressure: bool) -> list[int]:
-    """Summaries to condense next, oldest first.
-
-    Normally ``fanin`` consecutive summaries of one depth. Under pressure (summaries over
-    their budget) the oldest consecutive pair of one depth, and only when every depth is
-    distinct the two oldest summaries: merges stay balanced like a binary counter, so the
-    DAG grows logarithmically deep rather than into one long chain.
+def condense_run(items: Sequence[ContextItem], fanin: int) -> list[int]:
+    """Summaries to condense next (asked for once the summaries pass their budget), oldest
+    first: ``fanin`` consecutive summaries of one depth, else the oldest consecutive pair
+    of one depth, and only when every depth is distinct the two oldest summaries: merges
+    stay balanced like a binary counter, so the DAG grows logarithmically deep rather than
+    into one long chain.
     """
     runs: list[list[int]] = []
     for i, item in enumerate(items):
@@ -150,16 +149,15 @@ def condense_run(items: Sequence[ContextItem], fanin: int, under_pressure: bool)
                 runs[-1].append(i)
             else:
                 runs.append([i])
-    for width in (fanin, 2) if under_pressure else (fanin,):
+    for width in (fanin, 2):
         for run in runs:
             for start in range(len(run) - width + 1):
                 window = run[start : start + width]
                 if len({items[i].depth for i in window}) == 1:
                     return window
-    if under_pressure:
-        for run in runs:
-            if len(run) >= 2:
-                return run[:2]
+    for run in runs:
+        if len(run) >= 2:
+            return run[:2]
     return []
 
 
@@ -208,7 +206,10 @@ class Compactor:
             items = self.store.context_items(conversation_id)
             total = sum(i.token_count for i in items)
             summary_tokens = sum(i.token_count for i in items if i.kind == "summary")
-            run = condense_run(items, cfg.condense_fanin, summary_tokens > summary_budget)
+            # Condensing loses detail (a leaf's facts become a line of a line): summaries
+            # are condensed once they pass their budget, not as soon as fanin of them exist.
+            over_budget = summary_tokens > summary_budget
+            run = condense_run(items, cfg.condense_fanin) if over_budget else []
             chunk: list[int] = []
             if not run and (total > target or (force and report.leaf_passes == 0)):
                 tail = fresh_tail_start(items, cfg, reference)

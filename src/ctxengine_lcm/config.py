@@ -34,7 +34,8 @@ class LcmConfig(BaseModel):
     leaf_chunk_tokens: int = Field(20_000, ge=MIN_LEAF_SOURCE_TOKENS)
     leaf_target_tokens: int = Field(1_000, ge=32)
     condensed_target_tokens: int = Field(1_200, ge=32)
-    #: Same-depth summaries that are condensed into one summary of the next depth.
+    #: Same-depth summaries that are condensed into one summary of the next depth, once the
+    #: summaries pass their budget (condensing sooner would lose detail for nothing).
     condense_fanin: int = Field(4, ge=2)
     #: Summaries may use at most this share of the threshold; beyond it the oldest ones are
     #: condensed whatever their depth, so the whole history stays represented.

@@ -49,24 +49,50 @@ def query_terms(operands: Sequence[str]) -> list[tuple[str, bool]]:
     return terms
 
 
-def rerank(hits: Sequence[SearchHit], terms: Sequence[tuple[str, bool]]) -> list[RankedHit]:
+def rerank(
+    hits: Sequence[SearchHit],
+    terms: Sequence[tuple[str, bool]],
+    alternatives: Sequence[Sequence[tuple[str, float]]] = (),
+) -> list[RankedHit]:
     """``hits`` (the store's best matches, any order) best first by normalized store score
-    plus the weights of the query terms each holds exactly."""
+    plus the weights of the query terms each holds exactly.
+
+    ``alternatives`` (parallel to ``terms``: other words for each, with a factor below 1)
+    stand in for a term a hit does not hold: it gains the best alternative's weight
+    times its factor, never more than one per term and never more than the term's own
+    weight, so alternatives add candidates without outweighing the terms as written
+    (a synonym of a common word counts as little as that word)."""
     if not hits:
         return []
-    patterns = [_exact_pattern(text, prefix) for text, prefix in terms]
-    needles = [_needle(text) for text, _ in terms]
+    alts = [list(alternatives[i]) if i < len(alternatives) else [] for i in range(len(terms))]
+    flat = [*terms, *((text, False) for group in alts for text, _ in group)]
+    patterns = [_exact_pattern(text, prefix) for text, prefix in flat]
+    needles = [_needle(text) for text, _ in flat]
     holds = [_held(h.text, patterns, needles) for h in hits]
     weights = [
         math.log((len(hits) + 1) / (sum(row[i] for row in holds) + 0.5))
         for i in range(len(patterns))
     ]
-    total_weight = sum(weights) or 1.0
+    total_weight = sum(weights[: len(terms)]) or 1.0
+    # The columns of each term's alternatives in ``flat``, with their factors.
+    columns: list[list[tuple[int, float]]] = []
+    column = len(terms)
+    for group in alts:
+        columns.append([(column + n, factor) for n, (_, factor) in enumerate(group)])
+        column += len(group)
     scores = [_store_relevance(h) for h in hits]
     top = max(scores) or 1.0
     ranked: list[RankedHit] = []
     for hit, score, row in zip(hits, scores, holds, strict=True):
-        exact = sum(w for w, held in zip(weights, row, strict=True) if held)
+        exact = 0.0
+        for i in range(len(terms)):
+            if row[i]:
+                exact += weights[i]
+            else:
+                exact += max(
+                    (min(weights[c], weights[i]) * f for c, f in columns[i] if row[c]),
+                    default=0.0,
+                )
         ranked.append(RankedHit(hit, score / top + exact / total_weight))
     ranked.sort(key=lambda r: (-r.relevance, -r.hit.created_at, -r.hit.id))
     return ranked

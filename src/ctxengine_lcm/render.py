@@ -1,7 +1,8 @@
 """Conversions between chat messages, stored rows and what the model sees.
 
-A stored message keeps its searchable text in ``content`` and everything else of the
-original dict in ``extra_json``, so the dict comes back verbatim. Summaries and large
+A stored message keeps its searchable text in ``content`` (its tool calls' arguments
+included, decoded) and everything else of the original dict in ``extra_json``, so the
+dict comes back verbatim. Summaries and large
 tool outputs are shown to the model as short messages that name the id to expand.
 """
 
@@ -15,6 +16,7 @@ from typing import Any
 from ctxengine_host.contract.messages import content_text
 from ctxengine_host.tokens import message_digest
 
+from .calls import calls_text
 from .store import NewMessage, StoredMessage, StoredSummary
 
 Message = dict[str, Any]
@@ -56,12 +58,13 @@ def to_new_message(
 ) -> NewMessage:
     """Split ``message`` into stored columns; ``stub_tokens`` set means kept outside context."""
     content = message.get("content")
-    if isinstance(content, str):
+    called = calls_text(message)
+    if isinstance(content, str) and not called:
         extra = {k: v for k, v in message.items() if k != "content"}
         text = content
-    else:
+    else:  # the content is kept in extra; the column holds the searchable text
         extra = dict(message)
-        text = content_text(message)
+        text = "\n".join(t for t in (content_text(message), called) if t)
     role = message.get("role")
     calls = message.get("tool_calls") or []
     names = [

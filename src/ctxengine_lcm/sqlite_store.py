@@ -219,6 +219,9 @@ _ID_BATCH = 500
 #: Relevance of a tool output relative to what the user and the assistant said (bm25
 #: factor): bulky logs and listings repeat every term and would crowd out the dialogue.
 TOOL_OUTPUT_WEIGHT = 0.5
+#: The rows that weight applies to: tool outputs, and tool calls (their arguments are
+#: indexed: paths and identifiers that repeat every term of a session).
+_TOOL_WRITTEN = "(m.role = 'tool' OR (m.role = 'assistant' AND m.tool_name IS NOT NULL))"
 #: Newest matches inside a summary's span that are ranked for its inner hits.
 _WITHIN_CANDIDATES = 2_000
 #: Tokens of a search snippet around the matches.
@@ -570,7 +573,7 @@ class SqliteStore(StoreCommon):
         extra = "m.role, m.seq, -1" if target == "messages" else "'', s.first_seq, s.depth"
         time_column = "created_at" if target == "messages" else "latest_at"
         score = (
-            f"bm25({fts}) * CASE WHEN m.role = 'tool' THEN {TOOL_OUTPUT_WEIGHT} ELSE 1.0 END"
+            f"bm25({fts}) * CASE WHEN {_TOOL_WRITTEN} THEN {TOOL_OUTPUT_WEIGHT} ELSE 1.0 END"
             if target == "messages"
             else f"bm25({fts})"
         )

@@ -16,7 +16,11 @@ from typing import Any, Literal, cast
 
 import regex
 
+from ctxengine_host.contract.messages import tool_call_ids
+
+from .calls import decoded_calls
 from .config import LcmConfig
+from .query import expand_query, merge_candidates
 from .ranking import fold_similar, query_terms, rerank
 from .render import iso_time, message_ref, summary_ref, verbatim_message
 from .search import (
@@ -48,6 +52,9 @@ _INNER_HITS = 5
 _INNER_WHOLE_CHARS = 300
 #: Source ids listed by lcm_describe.
 _DESCRIBE_SOURCES = 50
+#: Results looked for after a tool call hit, and the characters shown of each.
+_RESULTS_AHEAD = 8
+_RESULT_CHARS = 300
 #: Ids of folded near-duplicates listed under a relevance hit.
 _SIMILAR_IDS_SHOWN = 5
 #: Tokens reserved around a page of content for the keys and offsets of the result.
@@ -247,22 +254,29 @@ class ToolRunner:
                 pattern, ignore_case, targets, since, until, limit, sort, access, result, budget
             )
         inner = result.pop("_fts_query", None)
+        # A hit found through alternatives only looks for its inner hits with them too;
+        # the others with the query as written (each operand costs statements per hit).
+        inner_expanded = result.pop("_fts_query_expanded", None)
+        expanded_only = result.pop("_expanded_only", set())
         parents = _covering_summaries(self.store, hits) if budget.spend() else {}
         # The spans of the summary hits, for their inner hits: one read for all of them.
         spans = (
             self.store.summaries_by_id(h.id for h in hits if h.kind == "summary")
-            if inner is not None and any(h.kind == "summary" for h in hits) and budget.spend()
+            if (inner is not None or inner_expanded is not None)
+            and any(h.kind == "summary" for h in hits)
+            and budget.spend()
             else {}
         )
-        items = self._charge(
-            [
-                self._hit_item(
-                    h, access, parents, inner, folded.get((h.kind, h.id), ()), budget, spans
-                )
-                for h in hits
-            ],
-            access,
-        )
+        outputs = self._call_outputs(hits) if budget.spend() else {}
+        items = []
+        for h in hits:
+            expression = inner_expanded if (h.kind, h.id) in expanded_only else inner
+            similar = folded.get((h.kind, h.id), ())
+            item = self._hit_item(h, access, parents, expression, similar, budget, spans)
+            if h.id in outputs and h.kind == "message":
+                item["tool_results"] = outputs[h.id]
+            items.append(item)
+        items = self._charge(items, access)
         result["results"] = items
         result["count"] = len(items)
         if budget.exhausted is not None or result.get("terms_dropped") or result.get("timed_out"):
@@ -321,7 +335,23 @@ class ToolRunner:
         if not by_relevance:
             hits.sort(key=lambda h: (h.created_at, h.id), reverse=True)
             return _messages_first(hits, limit), {}
-        ranked = rerank(hits, query_terms(query.operands))
+        # Other spellings and words for the terms: extra candidates, ranked below them.
+        expansion = expand_query(query)
+        if expansion.expression is not None:
+            extra: list[SearchHit] = []
+            for target in targets:
+                if not budget.spend():
+                    break
+                extra += self.store.search_fulltext(
+                    access.conversation_ids, expansion.expression, target, since, until,
+                    wanted, True, cfg.grep_relevance_window, cfg.grep_whole_text_chars, preview,
+                )  # fmt: skip
+            found = {(h.kind, h.id) for h in hits}
+            result["_expanded_only"] = {(h.kind, h.id) for h in extra} - found
+            hits = merge_candidates(hits, extra)
+            result["_fts_query_expanded"] = expansion.combined(query.expression)
+        terms = query_terms(query.operands)
+        ranked = rerank(hits, terms, expansion.of(terms))
         leaders: list[SearchHit] = []
         similar: dict[tuple[str, int], tuple[SearchHit, ...]] = {}
         for kind in ("message", "summary"):
@@ -331,7 +361,8 @@ class ToolRunner:
                 similar[(kind, group.hit.id)] = group.similar
         leaders.sort(key=lambda h: h.score or 0.0)
         shown = _messages_first(leaders, limit)
-        return self._with_snippets(shown, query.expression, budget), similar
+        snippets_for = result.get("_fts_query_expanded") or query.expression
+        return self._with_snippets(shown, snippets_for, budget), similar
 
     def _with_snippets(
         self, hits: list[SearchHit], expression: str, budget: WorkBudget
@@ -397,6 +428,36 @@ class ToolRunner:
         else:
             found.sort(key=lambda f: (f[0].created_at, f[0].id), reverse=True)
         return _messages_first([h for h, _ in found], limit)
+
+    def _call_outputs(self, hits: list[SearchHit]) -> dict[int, list[dict[str, Any]]]:
+        """The results of each tool call hit, by the call's id: their ids and beginnings
+        (a search finds the command; its output, often without a word of the query,
+        is what the caller is after). Read in one look-up: results follow their call."""
+        calls = [h for h in hits if h.kind == "message" and h.role == "assistant"]
+        wanted = {h.id + n for h in calls for n in range(_RESULTS_AHEAD + 1)}
+        loaded = self.store.messages_by_id(sorted(wanted)) if calls else {}
+        outputs: dict[int, list[dict[str, Any]]] = {}
+        for hit in calls:
+            call = loaded.get(hit.id)
+            if call is None or not call.tool_name:
+                continue
+            ids = set(tool_call_ids(verbatim_message(call)))
+            found = []
+            for n in range(1, _RESULTS_AHEAD + 1):
+                output = loaded.get(hit.id + n)
+                if (
+                    output is None
+                    or output.conversation_id != call.conversation_id
+                    or output.seq != call.seq + n
+                    or output.tool_call_id not in ids
+                ):
+                    break
+                text = output.content
+                cut = text[:_RESULT_CHARS] + ("…" if len(text) > _RESULT_CHARS else "")
+                found.append({"id": message_ref(output.id), "snippet": cut})
+            if found:
+                outputs[hit.id] = found
+        return outputs
 
     def _hit_item(
         self,
@@ -639,13 +700,17 @@ class ToolRunner:
         max_tokens = _get(args, "max_tokens", int, self.config.expand_default_tokens, minimum=1)
         max_tokens = min(max_tokens, self.config.expand_max_tokens)
         offset = _get(args, "offset", int, 0, minimum=0)
-        text = message.content
+        verbatim = verbatim_message(message)
+        content = verbatim.get("content")
+        # The column holds the searchable text (tool calls included); a string content
+        # is paged as it was written.
+        text = content if isinstance(content, str) else message.content
         if offset > len(text):
             raise ToolArgumentError(f"'offset' {offset} is past the end ({len(text)} characters)")
-        verbatim = verbatim_message(message)
         room = max_tokens - shell_tokens - _PAGE_ENVELOPE_TOKENS
+        decoded = _decoded_arguments(verbatim)
         if offset == 0 and message.token_count <= room:
-            return {"message": verbatim, "total_chars": len(text), "next_offset": None}
+            return {"message": verbatim, "total_chars": len(text), "next_offset": None, **decoded}
         others = {k: v for k, v in verbatim.items() if k != "content"}
         room -= self.count(json.dumps(others, ensure_ascii=False))
         page, next_offset = _page(text, offset, max(1, room), self.count)
@@ -660,6 +725,7 @@ class ToolRunner:
             "total_chars": len(text),
             "next_offset": next_offset,
             "paged": True,
+            **(decoded if offset == 0 else {}),
         }
 
     # Shared.
@@ -709,6 +775,17 @@ class ToolRunner:
         for grant_id, tokens in charges.items():
             self.store.charge_grant(grant_id, tokens)
         return kept
+
+
+def _decoded_arguments(message: dict[str, Any]) -> dict[str, Any]:
+    """``{"tool_call_arguments": [...]}`` with each call's arguments decoded from their JSON
+    text (the values as the agent wrote them, unescaped), or {} when no call has any."""
+    calls = [
+        {"name": name, "arguments": arguments}
+        for name, arguments, decoded in decoded_calls(message)
+        if decoded
+    ]
+    return {"tool_call_arguments": calls} if calls else {}
 
 
 def _partial_reason(budget: WorkBudget, result: dict[str, Any], cfg: LcmConfig) -> str:

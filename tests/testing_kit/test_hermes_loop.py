@@ -25,9 +25,13 @@ WINDOW = 4000
 
 
 def stored_messages(engine: LcmEngine) -> list[tuple[str, str]]:
+    """(role, text) of every stored message: the verbatim content, kept in ``extra_json``
+    when the ``content`` column holds the searchable text (a tool call's arguments)."""
     with sqlite3.connect(engine.database_path) as db:
         return db.execute(
-            "SELECT role, content FROM messages ORDER BY conversation_id, seq"
+            "SELECT role, CASE WHEN json_type(extra_json, '$.content') IS NULL THEN content "
+            "ELSE coalesce(json_extract(extra_json, '$.content'), '') END "
+            "FROM messages ORDER BY conversation_id, seq"
         ).fetchall()
 
 
