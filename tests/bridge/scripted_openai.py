@@ -4,7 +4,9 @@ Run as ``python scripted_openai.py LOG ROUNDS [--kill-on N PATTERN]``: prints it
 port, then answers ``POST /v1/chat/completions`` (streamed or not). Each turn (a
 request ending in a user message) is answered with ROUNDS tool calls (to the
 first tool the request offers, its result fed back by the gateway), then a final
-text reply; usage is the request's size. Each request is appended to LOG.
+text reply; usage is the request's size. A turn whose prompt says
+``lcm_grep:WORDS`` starts with a call of the engine's ``lcm_grep`` for WORDS (when
+the request offers it). Each request is appended to LOG.
 With ``--kill-on N PATTERN`` it kills, while answering the N-th request, every
 process whose command line contains PATTERN (the test's ``ctxengine serve``).
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sys
 import time
@@ -20,6 +23,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 FILLER = "The quick brown fox jumps over the lazy dog. " * 12
+#: In a prompt: "call lcm_grep for these words first".
+GREP = re.compile(r"lcm_grep:([A-Za-z0-9]+)")
 
 
 def kill_matching(pattern: str) -> list[int]:
@@ -72,13 +77,17 @@ class Handler(BaseHTTPRequestHandler):
             )
         text = f"Reply {number}. {FILLER}"
         call = None
-        if tools and _tool_rounds_so_far(messages) < Handler.rounds:
-            arguments = json.dumps({"path": f"notes-{number}.txt"})
+        rounds = _tool_rounds_so_far(messages)
+        if tools and rounds < Handler.rounds:
+            name, arguments = _pick_tool(tools), {"path": f"notes-{number}.txt"}
+            grep = GREP.search(json.dumps(_prompt(messages)))
+            if grep and rounds == 0 and "lcm_grep" in tools:
+                name, arguments = "lcm_grep", {"pattern": grep.group(1)}
             call = {
                 "index": 0,
                 "id": f"call_{number}",
                 "type": "function",
-                "function": {"name": _pick_tool(tools), "arguments": arguments},
+                "function": {"name": name, "arguments": json.dumps(arguments)},
             }
         usage = {
             "prompt_tokens": prompt_tokens,
@@ -132,6 +141,14 @@ class Handler(BaseHTTPRequestHandler):
 def _pick_tool(tools: list[str]) -> str:
     """A harmless tool: reading a file (absent: the result is an error, which is fine)."""
     return "read" if "read" in tools else tools[0]
+
+
+def _prompt(messages: list[dict]) -> object:
+    """The content of the turn's prompt: the last user message that is not runtime context."""
+    for message in reversed(messages):
+        if message.get("role") == "user" and not _is_runtime_context(message):
+            return message.get("content")
+    return None
 
 
 def _tool_rounds_so_far(messages: list[dict]) -> int:

@@ -11,8 +11,13 @@ import json
 import os
 import re
 import shutil
+import signal
+import socket
 import sqlite3
+import stat
 import subprocess
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -23,11 +28,14 @@ from .client import StdioClient
 
 PLUGIN_SRC = REPO / "integrations" / "openclaw"
 SCRIPTED = Path(__file__).with_name("scripted_openai.py")
+ENGINES = Path(__file__).with_name("engines")
 TOOL_ROUNDS = 6
 #: Each tool call reads a note of about this many tokens: the turn outgrows the window.
 NOTE_TOKENS = 2000
 #: The window the gateway is told for the scripted model: small, so our engines compact.
 CONTEXT_WINDOW = 32_000
+#: A fact told in the first turn; the second turn's lcm_grep must find it.
+FACT = "the launch code is ZEBRA4417"
 #: Our engines' settings for a short turn: a short protected tail, small LCM chunks.
 CTXENGINE_TOML = """
 [engines.lcm]
@@ -37,6 +45,23 @@ leaf_chunk_tokens = 256
 protect_first_n = 1
 tail_min_messages = 2
 """
+
+
+class Serve:
+    """A ``ctxengine serve`` the test started; stopped (and its exit checked) by ``stop``."""
+
+    def __init__(self, process: subprocess.Popen[str], store: Path) -> None:
+        self.process = process
+        self.store = store
+
+    def stop(self) -> str:
+        self.process.send_signal(signal.SIGINT)
+        try:
+            _, stderr = self.process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            _, stderr = self.process.communicate()
+        return stderr
 
 
 class Gateway:
@@ -72,9 +97,9 @@ class Gateway:
         self.ctxengine_config = root / "ctxengine.toml"
         self.ctxengine_config.write_text(CTXENGINE_TOML)
 
-    def start_model(self, kill_on: int | None = None) -> None:
+    def start_model(self, kill_on: int | None = None, rounds: int = TOOL_ROUNDS) -> None:
         self.stop_model()
-        command = [str(self.python), str(SCRIPTED), str(self.requests), str(TOOL_ROUNDS)]
+        command = [str(self.python), str(SCRIPTED), str(self.requests), str(rounds)]
         if kill_on is not None:
             command += ["--kill-on", str(kill_on), str(self.root)]
         self.model_server = subprocess.Popen(
@@ -137,6 +162,41 @@ class Gateway:
         self.config_path.write_text(json.dumps(config, indent=2))
         return store
 
+    def install_plugin(self) -> None:
+        """``openclaw plugins install -l`` of the staged plugin: it links and selects it."""
+        stage = self.env_dir / "plugin"
+        installed = self.run(
+            "plugins", "install", "-l", str(stage), "--force", "--accept-capabilities"
+        )
+        assert installed.returncode == 0, installed.stdout + installed.stderr
+        assert "Linked plugin path" in installed.stdout + installed.stderr
+
+    def another(self, root: Path) -> Gateway:
+        """A second gateway (its own state: one state has one owner process), same config."""
+        other = Gateway(root, self.env_dir, self.python)
+        other.config_path.write_text(self.config_path.read_text())
+        other.install_plugin()
+        return other
+
+    def connect_to(self, connect: dict[str, str]) -> None:
+        """Point the plugin at a running ``ctxengine serve`` (it starts none)."""
+        config = json.loads(self.config_path.read_text())
+        config["plugins"]["entries"]["ctxengine"]["config"] = {"connect": connect}
+        self.config_path.write_text(json.dumps(config, indent=2))
+
+    def serve(self, engine: str, *where: str, env: dict[str, str] | None = None) -> Serve:
+        """``ctxengine serve`` started by the test (as an operator would), not by the plugin."""
+        store = self.root / f"shared-{engine}.sqlite"
+        command = [
+            str(self.env_dir / "bin" / "ctxengine"), "serve", *where, "--engine", engine,
+            "--store", str(store), "--context-length", str(CONTEXT_WINDOW),
+            "--config", str(self.ctxengine_config),
+        ]  # fmt: skip
+        process = subprocess.Popen(
+            command, stderr=subprocess.PIPE, text=True, env={**self.env, **(env or {})}
+        )
+        return Serve(process, store)
+
     def run(self, *args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [str(self.node), str(self.openclaw), *args],
@@ -149,6 +209,14 @@ class Gateway:
 
     def agent(self, session_id: str, message: str) -> subprocess.CompletedProcess[str]:
         return self.run("agent", "--local", "--session-id", session_id, "--message", message)
+
+    def agent_process(self, session_id: str, message: str) -> subprocess.Popen[str]:
+        """An agent run in the background (several gateway processes at once)."""
+        return subprocess.Popen(
+            [str(self.node), str(self.openclaw), "agent", "--local", "--session-id", session_id,
+             "--message", message],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env, cwd=self.root,
+        )  # fmt: skip
 
     def requests_log(self) -> list[dict]:
         if not self.requests.exists():
@@ -166,9 +234,7 @@ def gateway(tmp_path_factory):
         pytest.fail(message) if os.environ.get("CI") else pytest.skip(message)
     gw = Gateway(tmp_path_factory.mktemp("gateway"), env_dir, python)
     gw.start_model()
-    installed = gw.run("plugins", "install", "-l", str(stage), "--force", "--accept-capabilities")
-    assert installed.returncode == 0, installed.stdout + installed.stderr
-    assert "Linked plugin path" in installed.stdout + installed.stderr
+    gw.install_plugin()
     yield gw
     gw.stop_model()
     assert_no_escape(gw.env)
@@ -225,7 +291,7 @@ def test_gateway_turns_run_through_our_engine(gateway, engine):
     store = gateway.use_engine(engine)
     session = f"e2e-{engine}"
     before = len(gateway.requests_log())
-    done = gateway.agent(session, "Read the notes, then answer.")
+    done = gateway.agent(session, f"Read the notes, then answer. Remember: {FACT}.")
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-4000:]
     assert "Reply" in done.stdout
@@ -240,8 +306,20 @@ def test_gateway_turns_run_through_our_engine(gateway, engine):
     # A second turn: the history outgrows our engine's threshold again while it is
     # committed (compaction also runs inside each turn's tool loop).
     gateway.start_model()
-    again = gateway.agent(session, "Once more, please.")
+    before = len(gateway.requests_log())
+    # The model's first call this turn is our engine's lcm_grep (when it is offered).
+    again = gateway.agent(session, f"Once more, please. lcm_grep:{FACT.split()[-1]}")
     assert again.returncode == 0, (again.stdout + again.stderr)[-4000:]
+    second = gateway.requests_log()[before:]
+    offered = set(second[0]["tools"])
+    if engine == "lcm":  # LCM's tools reach the gateway's model ...
+        assert {"lcm_grep", "lcm_describe", "lcm_expand"} <= offered, offered
+        # ... and lcm_grep, run by our engine through the server, found the first turn's fact
+        # (the current turn is not committed yet: the hit is history).
+        results = [m for r in second for m in r["messages"] if m.get("role") == "tool"]
+        assert any(FACT in json.dumps(m["content"]) for m in results), results[:1]
+    else:
+        assert not offered & {"lcm_grep", "lcm_describe", "lcm_expand"}
     turns = 2
     rows = _committed_turns(store, session)  # every version of every message
     originals = {r["gateway_ref"]: r for r in rows if "gateway_ref" in r}
@@ -269,3 +347,109 @@ def test_gateway_turns_run_through_our_engine(gateway, engine):
     assert assembled["estimatedTokens"] < 0.75 * stored_tokens, assembled["estimatedTokens"]
     if engine == "lcm":
         assert status["engine_status"]["context_summaries_by_depth"], status
+
+
+def _wait_for_socket(path: Path, serve: Serve) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert serve.process.poll() is None, serve.stop()
+        try:
+            with socket.socket(socket.AF_UNIX) as probe:
+                probe.connect(str(path))
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError(f"ctxengine serve did not listen on {path}: {serve.stop()}")
+
+
+def _rpc_over_socket(path: Path, method: str, **params: object) -> dict:
+    with socket.socket(socket.AF_UNIX) as client:
+        client.connect(str(path))
+        request = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+        client.sendall(json.dumps(request).encode() + b"\n")
+        return json.loads(client.makefile("rb").readline())
+
+
+def test_two_gateway_processes_share_one_server_over_the_socket(gateway, tmp_path):
+    """Two gateway processes at once, each connected to one ``ctxengine serve --socket``."""
+    gateway.start_model(rounds=1)
+    gateway.use_engine("lcm")
+    directory = gateway.root / "run"
+    directory.mkdir(mode=0o700)
+    path = directory / "bridge.sock"
+    maintained = gateway.root / "maintain.log"
+    serve = gateway.serve(
+        "counting",  # legacy, counting its maintain runs (tests/bridge/engines)
+        "--socket",
+        str(path),
+        env={"CTXENGINE_PLUGINS_DIR": str(ENGINES), "CTXENGINE_TEST_MAINTAIN_LOG": str(maintained)},
+    )
+    try:
+        _wait_for_socket(path, serve)
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600  # no other user reads a session
+        gateway.connect_to({"socket": str(path)})
+        second = gateway.another(tmp_path)
+        runs = {
+            name: gw.agent_process(f"shared-{name}", f"Hello from gateway {name}.")
+            for name, gw in (("a", gateway), ("b", second))
+        }
+        for run in runs.values():
+            stdout, stderr = run.communicate(timeout=240)
+            assert run.returncode == 0, (stdout + stderr)[-4000:]
+            assert "Reply" in stdout and 'degraded to "legacy"' not in stdout + stderr
+            assert "retrying" not in stderr  # one server, never restarted by the plugin
+        assert serve.process.poll() is None
+        runs = [json.loads(line) for line in maintained.read_text().splitlines()]
+        for name in ("a", "b"):  # both turns are in the one server, each in its own session
+            status = _rpc_over_socket(path, "status", sessionId=f"shared-{name}")["result"]
+            assert status["seen"] >= 3 and status["engine"] == "counting", status
+            # maintain ran once per call of the gateway's (after the turn, and after
+            # bootstrap), never again at our turn end.
+            mine = [r["gateway"] for r in runs if r["session"] == f"shared-{name}"]
+            assert mine == [True] * status["maintainCalls"] and mine, (mine, status)
+    finally:
+        stderr = serve.stop()
+    assert "Traceback" not in stderr, stderr[-4000:]
+    stored = {row["gateway_ref"] for row in _committed_turns(serve.store, "shared-b")}
+    assert len(stored) >= 3
+    assert_no_escape(second.env)
+
+
+def _http_status(port: int, token: str) -> dict:
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "status", "params": {}}).encode()
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/", body, {"Authorization": f"Bearer {token}"}
+    )
+    with urllib.request.urlopen(request, timeout=30) as reply:
+        return json.loads(reply.read())["result"]
+
+
+def test_http_needs_the_right_token(gateway):
+    """``connect: {http, tokenFile}``: a wrong token is refused, the right one works."""
+    gateway.start_model(rounds=1)
+    gateway.use_engine("lcm")
+    token = "right-token-" + "x" * 20
+    serve = gateway.serve("lcm", "--http", "127.0.0.1:0", env={"CTXENGINE_BRIDGE_TOKEN": token})
+    try:
+        assert serve.process.stderr
+        line = serve.process.stderr.readline()
+        port = int(re.search(r"127\.0\.0\.1:(\d+)", line).group(1))  # type: ignore[union-attr]
+        token_file = gateway.root / "token"
+        token_file.write_text("wrong-token-" + "y" * 20)
+        token_file.chmod(0o600)
+        gateway.connect_to({"http": f"127.0.0.1:{port}", "tokenFile": str(token_file)})
+        refused = gateway.agent("http-refused", "Hello over HTTP.")
+        output = refused.stdout + refused.stderr
+        assert "refused the HTTP token" in output, output[-4000:]
+        assert _http_status(port, token)["sessions"] == 0  # nothing reached a session
+        token_file.write_text(token)
+        done = gateway.agent("http-ok", "Hello over HTTP.")
+        output = done.stdout + done.stderr
+        assert done.returncode == 0 and "Reply" in done.stdout, output[-4000:]
+        assert 'degraded to "legacy"' not in output
+        assert _http_status(port, token)["sessions"] == 1
+        token_file.chmod(0o644)  # a token file others can read is refused
+        exposed = gateway.agent("http-exposed", "Hello over HTTP.")
+        assert "is open to other users" in exposed.stdout + exposed.stderr
+    finally:
+        serve.stop()

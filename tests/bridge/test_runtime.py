@@ -17,6 +17,8 @@ from ctxengine_host.gateway_bridge.server import Connection
 from ctxengine_host.gateway_bridge.sessions import BridgeSessions
 from ctxengine_host.gateway_bridge.transports import make_http_server, serve_unix
 from ctxengine_host.runtime.host import ContextHost
+from ctxengine_host.runtime.isolation import forget_quarantine
+from ctxengine_host.stores.quarantine import QuarantineLog
 
 from .client import assistant, user
 
@@ -31,6 +33,7 @@ class RewritingEngine(ContextEngine):
         super().__init__(config, context)
         self.rewrites = []
         self.settings = []
+        self.maintained = 0
 
     def update_from_response(self, usage):
         pass
@@ -45,6 +48,7 @@ class RewritingEngine(ContextEngine):
 
     def maintain(self, session_id, runtime_settings, transcript):
         self.settings.append(runtime_settings)
+        self.maintained += 1
         rewrite = getattr(transcript, "rewrite_transcript_entries", None)
         if rewrite is None:  # maintain after a turn inside the runtime: no gateway to ask
             return
@@ -104,8 +108,10 @@ def host(tmp_path):
         data_dir=tmp_path,
         observers=[],
         context_length=8000,
+        quarantine=QuarantineLog(tmp_path / "quarantine.jsonl"),  # a crash test quarantines
     ) as host:
         yield host
+    forget_quarantine("rewriting")  # this process's quarantine, too
 
 
 def test_maintain_offers_the_gateways_rewrite_back_to_the_engine(host):
@@ -198,3 +204,27 @@ def test_http_requires_the_token(host):
         server.server_close()
     with pytest.raises(ValueError, match="at least 16"):
         make_http_server(BridgeSessions(host), 0, "short")
+
+
+def test_maintain_runs_once_per_gateway_turn(host):
+    """The gateway commits a turn, then calls maintain: the engine's maintain runs once."""
+    client = PipeClient(BridgeSessions(host))
+    try:
+        engine = None
+        for turn in range(3):
+            committed = client.call(
+                "commitTurn",
+                sessionId="once",
+                advancementKey=f"turn-{turn}",
+                messages=[user(f"q{turn}"), assistant(f"a{turn}")],
+            )
+            assert committed["result"]["status"] == "committed"
+            engine = engine or next(iter(host._sessions.values())).guard.engine
+            assert engine.maintained == turn  # commitTurn itself ran no maintain
+            client.call("maintain", sessionId="once", sessionFile="f")
+            assert engine.maintained == turn + 1
+        client.call("afterTurn", sessionId="once", newMessages=[user("q"), assistant("a")], base=6)
+        client.call("maintain", sessionId="once", sessionFile="f")
+        assert engine.maintained == 4 and len(engine.rewrites) == 4
+    finally:
+        client.close()

@@ -196,3 +196,35 @@ def test_unchanged_messages_come_back_as_refs_the_plugin_holds(tmp_path):
         assert bad["error"]["code"] == INVALID_PARAMS
     finally:
         client.close()
+
+
+def test_the_engines_tools_are_offered_and_run_in_the_session(tmp_path):
+    """LCM's tools come with the handshake; callTool runs them on that session's history."""
+    client = StdioClient(tmp_path, "lcm")
+    try:
+        info = client.call("initialize", protocolVersion="1.0")["info"]
+        names = [tool["name"] for tool in info["tools"]]
+        assert {"lcm_grep", "lcm_expand", "lcm_describe"} <= set(names)
+        grep = next(tool for tool in info["tools"] if tool["name"] == "lcm_grep")
+        assert grep["parameters"]["properties"]["pattern"]["type"] == "string"
+        client.call(
+            "afterTurn",
+            sessionId="t1",
+            base=0,
+            newMessages=[user("remember: the vault code is zebra-4417"), assistant("noted")],
+        )
+        client.call("afterTurn", sessionId="t2", base=0, newMessages=[user("x"), assistant("y")])
+        found = client.call(
+            "callTool", sessionId="t1", name="lcm_grep", arguments={"pattern": "zebra"}
+        )
+        assert "zebra-4417" in found["text"]
+        other = client.call(
+            "callTool", sessionId="t2", name="lcm_grep", arguments={"pattern": "zebra"}
+        )
+        assert "zebra-4417" not in other["text"]  # another session's history is not searched
+        bad = client.call("callTool", sessionId="t1", name="lcm_grep", arguments={"mode": 3})
+        assert "error" in json.loads(bad["text"])
+        refused = client.request("callTool", sessionId="t1", name="lcm_grep", arguments=[1])
+        assert refused["error"]["code"] == INVALID_PARAMS
+    finally:
+        assert client.close() == 0

@@ -1,62 +1,51 @@
 /**
  * The ctxengine plugin for the gateway: registers the `ctxengine` context
- * engine, backed by one `ctxengine serve` process per gateway process.
+ * engine, backed by one `ctxengine serve` per gateway process (started by the
+ * plugin) or by a running server several gateway processes share (`connect`),
+ * and the engine's own tools (LCM's `lcm_grep` ...) as gateway tools.
  *
- * Config (plugins.entries.ctxengine.config): `command` (default
- * ["ctxengine", "serve"]), `engine`, `args`, `env`, `callTimeoutMs`.
+ * Config (plugins.entries.ctxengine.config), see docs/bridge.md: `command`
+ * (default ["ctxengine", "serve"]), `engine`, `args`, `env`, `callTimeoutMs`;
+ * or `connect: {socket}` / `connect: {http, tokenFile | tokenEnv}`.
  */
+import { readFileSync } from "node:fs";
+
 import type { OpenClawPluginApi } from "openclaw/plugin-sdk/plugin-entry";
 
+import { opener, readConfig, stringArray } from "./config.js";
 import { BridgeState, createEngine } from "./engine.js";
-import { BridgeServer } from "./rpc.js";
+import { BridgeServer, type Logs } from "./rpc.js";
+import { engineTools, ToolSchemas } from "./tools.js";
 
 export const ENGINE_ID = "ctxengine";
 
-type PluginConfig = {
-  command: string[];
-  engine?: string;
-  args: string[];
-  env: Record<string, string>;
-  callTimeoutMs: number;
-};
-
-function stringArray(value: unknown): string[] | undefined {
-  return Array.isArray(value) && value.every((item) => typeof item === "string") ? value : undefined;
-}
-
-export function readConfig(raw: Record<string, unknown> | undefined): PluginConfig {
-  const config = raw ?? {};
-  const env: Record<string, string> = {};
-  if (typeof config.env === "object" && config.env !== null) {
-    for (const [key, value] of Object.entries(config.env)) {
-      if (typeof value === "string") env[key] = value;
-    }
-  }
-  const out: PluginConfig = {
-    command: stringArray(config.command) ?? ["ctxengine", "serve"],
-    args: stringArray(config.args) ?? [],
-    env,
-    callTimeoutMs: typeof config.callTimeoutMs === "number" ? config.callTimeoutMs : 120_000,
-  };
-  if (typeof config.engine === "string") out.engine = config.engine;
-  return out;
+/** The tool names the manifest declares (`contracts.tools`): the gateway accepts only those. */
+function declaredTools(): string[] {
+  const manifest: unknown = JSON.parse(readFileSync(new URL("../openclaw.plugin.json", import.meta.url), "utf8"));
+  if (typeof manifest !== "object" || manifest === null || !("contracts" in manifest)) return [];
+  const contracts = manifest.contracts;
+  if (typeof contracts !== "object" || contracts === null || !("tools" in contracts)) return [];
+  return stringArray(contracts.tools) ?? [];
 }
 
 export default function register(api: OpenClawPluginApi): void {
   const config = readConfig(api.pluginConfig);
-  const command = [...config.command, ...(config.engine ? ["--engine", config.engine] : []), ...config.args];
-  const server = new BridgeServer({
-    command,
-    env: config.env,
-    callTimeoutMs: config.callTimeoutMs,
+  const logs: Logs = {
     log: (message) => api.logger.info(`[ctxengine] ${message}`),
     warn: (message) => {
       // Also on stderr: the gateway's headless runs do not show plugin log lines.
       api.logger.warn(`[ctxengine] ${message}`);
       process.stderr.write(`[ctxengine] ${message}\n`);
     },
-  });
+  };
+  const { open, again } = opener(config, logs);
+  const server = new BridgeServer(open, again, logs);
   const state = new BridgeState(server);
   process.once("exit", () => server.close());
   api.registerContextEngine(ENGINE_ID, async () => createEngine(ENGINE_ID, state, await server.engineInfo()));
+  const names = declaredTools();
+  if (names.length > 0) {
+    const schemas = new ToolSchemas(server, api.pluginConfig ?? {}, config.callTimeoutMs, logs);
+    api.registerTool((context) => engineTools(server, schemas, names, context.sessionId, logs), { names });
+  }
 }

@@ -35,7 +35,10 @@ def register(subparsers: Any) -> None:
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--socket", metavar="PATH", help="listen on a unix socket (mode 0600)")
     where.add_argument(
-        "--http", metavar="PORT", type=int, help=f"listen on 127.0.0.1:PORT; needs ${TOKEN_ENV}"
+        "--http",
+        metavar="[127.0.0.1:]PORT",
+        type=_local_port,
+        help=f"listen on 127.0.0.1:PORT; needs ${TOKEN_ENV}",
     )
     parser.add_argument("--model", help="model name (default: [context] model)")
     parser.add_argument(
@@ -88,6 +91,14 @@ def run(args: argparse.Namespace) -> int:
         sessions.end_all("server-stopped")
         host.close()
     return EXIT_OK
+
+
+def _local_port(value: str) -> int:
+    """``PORT`` or ``127.0.0.1:PORT``: the bridge listens on 127.0.0.1 only."""
+    host, _, port = value.rpartition(":")
+    if host not in ("", "127.0.0.1") or not port.isdigit() or int(port) > 65535:
+        raise argparse.ArgumentTypeError(f"expected PORT or 127.0.0.1:PORT, not {value!r}")
+    return int(port)
 
 
 def _refuse_unknown_engine(args: argparse.Namespace) -> None:

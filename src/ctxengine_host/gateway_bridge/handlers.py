@@ -203,7 +203,11 @@ def compact(sessions: BridgeSessions, params: dict[str, Any], call: ClientCall) 
 
 
 def after_turn(sessions: BridgeSessions, params: dict[str, Any], call: ClientCall) -> Any:
-    """Commit the turn's new messages, then end the turn (``on_turn_complete``, ``maintain``).
+    """Commit the turn's new messages, then end the turn (``on_turn_complete``).
+
+    ``maintain`` is not run here: the gateway calls it after every successful turn
+    (:func:`maintain`), with its transcript rewrite; running it here too made it run
+    twice per turn.
 
     The plugin sends ``messages.slice(prePromptMessageCount)`` as ``newMessages``
     with ``base`` = the index of the first in the gateway's history.
@@ -219,7 +223,7 @@ def after_turn(sessions: BridgeSessions, params: dict[str, Any], call: ClientCal
                 raise
             raise RpcError(exc.code, exc.message, {"seen": bridge.seen}) from None
         bridge.apply_budget(optional_int(params, "tokenBudget", "afterTurn"))
-        report = bridge.session.finish_turn()
+        report = bridge.session.finish_turn(maintain=False)  # the gateway calls maintain
         return {
             "turn": report.turn,
             "compactions": len(report.compactions),
@@ -239,7 +243,7 @@ def commit_turn(sessions: BridgeSessions, params: dict[str, Any], call: ClientCa
             return {"status": "duplicate", "seen": bridge.seen}
         bridge.add(messages, turn=key)
         bridge.committed_turns.add(key)
-        report = bridge.session.finish_turn()
+        report = bridge.session.finish_turn(maintain=False)  # the gateway calls maintain
         return {
             "status": "committed",
             "seen": bridge.seen,
@@ -265,6 +269,7 @@ def maintain(sessions: BridgeSessions, params: dict[str, Any], call: ClientCall)
         return result
 
     with bridge.lock:
+        bridge.maintain_calls += 1
         session.wait_for_maintenance()
         if not session.guard.implements("maintain"):
             return {**totals, "reason": "the engine has no maintain"}
@@ -276,6 +281,21 @@ def maintain(sessions: BridgeSessions, params: dict[str, Any], call: ClientCall)
         )
         session.check_model_result("maintain", outcome)
     return totals
+
+
+def call_tool(sessions: BridgeSessions, params: dict[str, Any], call: ClientCall) -> Any:
+    """One of the engine's tools (LCM's ``lcm_grep`` ...) called by the gateway's model.
+
+    Runs in the session's engine (it sees that session's history only); the result
+    is the tool's JSON text, errors included (a bad argument is an answer, not a failure).
+    """
+    bridge = sessions.get(params, "callTool")
+    name = require_str(params, "name", "callTool")
+    arguments = params.get("arguments", {})
+    if not isinstance(arguments, dict):
+        raise RpcError(INVALID_PARAMS, "callTool: 'arguments' must be an object")
+    with bridge.lock:
+        return {"text": bridge.session.call_engine_tool(name, arguments)}
 
 
 def prepare_subagent_spawn(
@@ -312,7 +332,11 @@ def status(sessions: BridgeSessions, params: dict[str, Any], call: ClientCall) -
     if params.get("sessionId"):
         bridge = sessions.get(params, "status", create=False)
         with bridge.lock:
-            return {**bridge.session.status(), "seen": bridge.seen}
+            return {
+                **bridge.session.status(),
+                "seen": bridge.seen,
+                "maintainCalls": bridge.maintain_calls,
+            }
     return {"sessions": sessions.count(), "info": sessions.info()}
 
 
@@ -327,6 +351,7 @@ HANDLERS: dict[str, Handler] = {
     "afterTurn": after_turn,
     "commitTurn": commit_turn,
     "maintain": maintain,
+    "callTool": call_tool,
     "prepareSubagentSpawn": prepare_subagent_spawn,
     "rollbackSubagentSpawn": rollback_subagent_spawn,
     "onSubagentEnded": on_subagent_ended,

@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 #: Bumped on any incompatible change; the plugin refuses a server with another major.
-PROTOCOL_VERSION = "1.0"
+PROTOCOL_VERSION = "1.1"
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600

@@ -77,6 +77,7 @@ class BridgeSession:
         self.budget: int | None = None
         self.committed_turns: set[str] = set()
         self.last_base = 0  # the gateway index of the first message of the last add()
+        self.maintain_calls = 0  # the gateway's maintain calls (status: maintainCalls)
         for row in session.host.store.rows(session.session_id):
             ref = row.message.get(REF_KEY)
             if isinstance(ref, int) and ref >= self.seen:
@@ -223,6 +224,7 @@ class BridgeSessions:
         self._rollbacks: dict[str, Callable[[], Any]] = {}
         self._parents: dict[str, str] = {}  # child session key -> parent session id
         self._ids = itertools.count(1)
+        self._tools: list[dict[str, Any]] | None = None
 
     # ------------------------------------------------------------- lookup
 
@@ -353,9 +355,10 @@ class BridgeSessions:
         return len(ids)
 
     def info(self) -> dict[str, Any]:
-        """The engine in charge, in the gateway's ``ContextEngineInfo`` terms."""
+        """The engine in charge, in the gateway's ``ContextEngineInfo`` terms, with its tools."""
         info = engine_info(self.host.engine)
         return {
+            "tools": self.tools(),
             "name": info.display_name or info.name,
             "engine": info.name,
             "version": info.version,
@@ -363,6 +366,42 @@ class BridgeSessions:
             "turnMaintenanceMode": info.turn_maintenance_mode,
             "mode": self.host.mode,
         }
+
+    def tools(self) -> list[dict[str, Any]]:
+        """The engine's tools as the gateway registers them: ``{name, description, parameters}``.
+
+        Read once per server (the engine's schemas do not change per session); an
+        engine whose ``get_tool_schemas`` fails or answers nonsense offers none.
+        """
+        if self._tools is None:
+            self._tools = _gateway_tools(self.host.engine)
+        return self._tools
+
+
+def _gateway_tools(engine: object) -> list[dict[str, Any]]:
+    read = getattr(engine, "get_tool_schemas", None)
+    if read is None:
+        return []
+    try:
+        schemas = read()
+    except Exception:
+        log.exception("get_tool_schemas failed: the engine's tools are not offered")
+        return []
+    out = []
+    for schema in schemas if isinstance(schemas, list) else []:
+        spec = schema.get("function") if isinstance(schema, dict) else None
+        spec = spec if isinstance(spec, dict) else schema
+        if not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
+            continue
+        parameters = spec.get("parameters")
+        out.append(
+            {
+                "name": spec["name"],
+                "description": str(spec.get("description") or spec["name"]),
+                "parameters": parameters if isinstance(parameters, dict) else {"type": "object"},
+            }
+        )
+    return out
 
 
 def _pass_settings_through(bridge: BridgeSession) -> None:

@@ -553,8 +553,12 @@ class Session:
 
     # ------------------------------------------------------------- turn end
 
-    def finish_turn(self) -> TurnReport:
-        """End the turn: on_turn_complete → maintain; returns what the turn did."""
+    def finish_turn(self, *, maintain: bool = True) -> TurnReport:
+        """End the turn: on_turn_complete → maintain; returns what the turn did.
+
+        ``maintain=False`` leaves ``maintain`` to a host that calls it itself after
+        the turn (the gateway does), so it runs once per turn, not twice.
+        """
         with self._working():
             self._check_open()
             stats = self.turn_stats
@@ -564,7 +568,7 @@ class Session:
                     messages=self.live.view(),
                     usage=dict(stats.usage) if stats.usage is not None else None,
                 )
-            if self.guard.implements("maintain"):
+            if maintain and self.guard.implements("maintain"):
                 self._maintenance.run()
             self._turn_index += 1
             self.host.store.update_session(self.session_id, turn_index=self._turn_index)
