@@ -12,7 +12,7 @@ import { readFileSync } from "node:fs";
 
 import type { OpenClawPluginApi } from "openclaw/plugin-sdk/plugin-entry";
 
-import { opener, readConfig, stringArray } from "./config.js";
+import { opener, readConfig, stringArray, type PluginConfig } from "./config.js";
 import { BridgeState, createEngine } from "./engine.js";
 import { BridgeServer, type Logs } from "./rpc.js";
 import { engineTools, ToolSchemas } from "./tools.js";
@@ -28,8 +28,33 @@ function declaredTools(): string[] {
   return stringArray(contracts.tools) ?? [];
 }
 
+type Shared = { server: BridgeServer; state: BridgeState; schemas: ToolSchemas };
+
+/**
+ * One server per gateway process and config. The gateway may run `register` more than
+ * once in a process (its tool catalog and its runtime load plugins separately); two
+ * servers would open one session twice (the store's lease refuses the second).
+ */
+function shared(raw: Record<string, unknown>, config: PluginConfig, logs: Logs): Shared {
+  const registry = globalThis as typeof globalThis & { [SHARED]?: Map<string, Shared> };
+  const all = (registry[SHARED] ??= new Map<string, Shared>());
+  const key = JSON.stringify(raw);
+  let found = all.get(key);
+  if (found === undefined) {
+    const { open, again } = opener(config, logs);
+    const server = new BridgeServer(open, again, logs);
+    found = { server, state: new BridgeState(server), schemas: new ToolSchemas(server, raw, config.callTimeoutMs, logs) };
+    all.set(key, found);
+    process.once("exit", () => server.close());
+  }
+  return found;
+}
+
+const SHARED = Symbol.for("ctxengine.openclaw.bridge");
+
 export default function register(api: OpenClawPluginApi): void {
-  const config = readConfig(api.pluginConfig);
+  const raw = api.pluginConfig ?? {};
+  const config = readConfig(raw);
   const logs: Logs = {
     log: (message) => api.logger.info(`[ctxengine] ${message}`),
     warn: (message) => {
@@ -38,14 +63,10 @@ export default function register(api: OpenClawPluginApi): void {
       process.stderr.write(`[ctxengine] ${message}\n`);
     },
   };
-  const { open, again } = opener(config, logs);
-  const server = new BridgeServer(open, again, logs);
-  const state = new BridgeState(server);
-  process.once("exit", () => server.close());
+  const { server, state, schemas } = shared(raw, config, logs);
   api.registerContextEngine(ENGINE_ID, async () => createEngine(ENGINE_ID, state, await server.engineInfo()));
   const names = declaredTools();
   if (names.length > 0) {
-    const schemas = new ToolSchemas(server, api.pluginConfig ?? {}, config.callTimeoutMs, logs);
     api.registerTool((context) => engineTools(server, schemas, names, context.sessionId, logs), { names });
   }
 }

@@ -4,6 +4,7 @@
  * call runs in the engine of the calling session (`callTool`).
  */
 import { execFileSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
 
 import type { AnyAgentTool } from "openclaw/plugin-sdk/plugin-entry";
 
@@ -50,9 +51,9 @@ export class ToolSchemas {
   }
 
   private probe(): ToolSchema[] {
-    const script = new URL("./probe.js", import.meta.url);
+    const script = fileURLToPath(new URL("./probe.js", import.meta.url));
     try {
-      const out = execFileSync(process.execPath, [script.pathname, JSON.stringify(this.config)], {
+      const out = execFileSync(process.execPath, [script, JSON.stringify(this.config)], {
         encoding: "utf8",
         timeout: Math.min(this.callTimeoutMs, PROBE_TIMEOUT_MS),
         stdio: ["ignore", "pipe", "pipe"],
