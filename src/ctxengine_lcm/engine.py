@@ -428,7 +428,10 @@ class LcmEngine(ContextEngine):
         covers: list[str | tuple[str, str]] = [
             span for s in sent_summaries if (span := self._summary_span(s)) is not None
         ]
-        result = AssembleResult(
+        # Built from our own rendered messages and counts: validating them again (every
+        # message dict of every request) was a sixth of this method; the host checks the
+        # selection it gets in any case.
+        result = AssembleResult.model_construct(
             messages=messages,
             estimated_tokens=tokens,
             system_prompt_addition=system_prompt_addition(bool(covers)),

@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ import pytest
 from ctxengine_host.config import ConfigError, load_config
 from ctxengine_host.configfile import RawConfigError, read_raw_config
 from ctxengine_host.discovery.engines import clear_cache, list_engines
+from ctxengine_host.limits import InputLimitError, loads_json, nesting_depth_of_text
 from ctxengine_host.replay import sessionfile
 from ctxengine_host.replay.sessionfile import SessionFileError, parse_session, read_text
 from ctxengine_host.runtime.host import ContextHost
@@ -86,6 +88,49 @@ def test_validate_reports_a_deeply_nested_line(tmp_path):
     assert done.returncode == 2, done.stderr
     report = json.loads(done.stdout)
     assert any(p["line"] == 2 and "nested deeper" in p["message"] for p in report["problems"])
+
+
+def _depth_char_by_char(text: str) -> int:
+    """The reference: one character at a time, strings and their escapes skipped."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def test_the_nesting_scan_skips_strings_and_escapes_like_a_character_walk():
+    rng = random.Random(7)
+    samples = [
+        '{"a": "[[[", "b": [{"c": "\\"]"}]}',
+        '["unterminated [[[',
+        '"\\\\" [[ "\\" ]"',
+        "]]][[",
+        '"ends in a backslash \\',
+    ]
+    samples += ["".join(rng.choice('[]{}"\\a\n,') for _ in range(40)) for _ in range(3000)]
+    for text in samples:
+        assert nesting_depth_of_text(text) == _depth_char_by_char(text), text
+
+
+def test_loads_json_refuses_deep_nesting_and_parses_brackets_inside_strings():
+    assert loads_json('{"code": "' + "[" * 500 + '"}') == {"code": "[" * 500}
+    with pytest.raises(InputLimitError):
+        loads_json("[" * 65 + "]" * 65)
+    assert loads_json("[" * 64 + "]" * 64) == loads_json("[" * 64 + "]" * 64)
 
 
 def test_a_deep_element_of_a_json_array_session_is_a_problem():

@@ -362,6 +362,31 @@ def test_a_selection_of_live_messages_hits_the_token_cache(make_host, monkeypatc
     assert request.conversation_tokens == counter.count_messages(request.messages[1:])
 
 
+def test_a_selection_reuses_the_live_copies_of_unchanged_messages_only(make_host):
+    """An unchanged live message goes out as its cached provider copy; an engine's edit of
+    one under the same uid is a version of its own: its own copy and count."""
+    engine = RecordingEngine()
+
+    def select(request, conversation):
+        if len(conversation) < 5:
+            return None
+        *_, before_last, last = list(conversation)
+        changed = {**before_last, "content": "rewritten by the engine"}
+        return [request[0], changed, last]
+
+    engine.select_result = select
+    session = session_with(make_host, engine, turns=2)
+    session.add_user_message("and now?")
+    request = session.build_request()
+    live = session.live
+    assert request.messages[-1] is live.wire[-1]
+    assert request.messages[-2] is not live.wire[-2]
+    assert request.messages[-2]["content"] == "rewritten by the engine"
+    assert "message_uid" not in request.messages[-2]
+    counter = session.host.counter
+    assert request.conversation_tokens == counter.count_messages(request.messages[1:])
+
+
 def test_engine_messages_without_uids_are_counted_once_per_version(make_host, monkeypatch):
     engine = RecordingEngine()
     summary = {"role": "user", "content": "[summary of the early turns]"}

@@ -6,7 +6,7 @@ docs/replay.md); add fields, never rename or remove them without bumping SCHEMA.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 SCHEMA = "ctxengine.replay/1"
@@ -182,7 +182,18 @@ class ReplayReport:
             "store_path": self.store_path,
             "summary": self.summary(),
             "errors": self.errors(),
-            "turns": [asdict(r) for r in self.turns],
-            "calls": [asdict(c) for c in self.calls],
-            "probes": [asdict(p) for p in self.probes],
+            "turns": _rows(self.turns),
+            "calls": _rows(self.calls),
+            "probes": _rows(self.probes),
         }
+
+
+def _rows(rows: list[Any]) -> list[dict[str, Any]]:
+    """Flat dataclass rows as dicts, their lists copied (``asdict`` without its deep walk,
+    which took half a second for a 2,000-turn report)."""
+    if not rows:
+        return []
+    names = [f.name for f in fields(rows[0])]
+    return [
+        {n: list(v) if isinstance(v := getattr(r, n), list) else v for n in names} for r in rows
+    ]

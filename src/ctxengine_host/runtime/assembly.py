@@ -123,8 +123,8 @@ class RequestAssembler:
         if selected:
             kept = self._without_own_system_prompt(selected)
             # Counted before stripping: uids and digests find the cached counts.
-            conversation = session.live.count(kept) + REPLY_PRIMER_TOKENS
-            wire = [session.live.provider_copy(m) for m in kept]
+            tokens, wire = session.live.resolve(kept)
+            conversation = tokens + REPLY_PRIMER_TOKENS
             sources = kept
         else:  # an addition alone: the default request's messages, already counted
             wire = request.messages[len(session.head) :]
@@ -222,8 +222,8 @@ class RequestAssembler:
             )
         else:  # the default engine's summary represents what it took out
             covers = self._summarized_away(body, compacted)
-        conversation = session.live.count(compacted) + REPLY_PRIMER_TOKENS
-        wire = [session.live.provider_copy(m) for m in compacted]
+        tokens, wire = session.live.resolve(compacted)
+        conversation = tokens + REPLY_PRIMER_TOKENS
         head = request.messages[:head_len]
         return ProviderRequest(
             messages=[*head, *wire],

@@ -15,6 +15,7 @@ exhaust the pool.
 
 from __future__ import annotations
 
+import _thread
 import inspect
 import logging
 import threading
@@ -93,13 +94,23 @@ class EngineFailure(RuntimeError):
 
 
 class _Job:
-    __slots__ = ("abandoned", "done", "error", "fn", "result")
+    """One call handed to a worker; ``done`` is held until the worker has settled it.
+
+    A bare lock is the cheapest hand-off there is (no ``Event``/``Condition``, whose
+    wait allocates a lock and takes two more): the caller blocks on ``done``, the
+    worker releases it. ``finished`` and ``abandoned`` change only under the pool's
+    lock, so a timeout and a late finish cannot both claim the job.
+    """
+
+    __slots__ = ("abandoned", "done", "error", "finished", "fn", "result")
 
     def __init__(self, fn: Callable[[], Any]) -> None:
         self.fn = fn
-        self.done = threading.Event()
+        self.done = _thread.allocate_lock()
+        self.done.acquire()
         self.result: Any = None
         self.error: BaseException | None = None
+        self.finished = False
         self.abandoned = False
 
 
@@ -119,7 +130,8 @@ class WorkerPool:
         self.coroutines = coroutines or CoroutineRunner()
         self.max_workers = max_workers
         self.max_stuck = max_stuck
-        self._cond = threading.Condition()
+        self._cond = threading.Condition(threading.Lock())
+        self._waiting = 0  # callers waiting in _acquire for a free slot
         self._idle: list[_Worker] = []
         self._busy = 0
         self.stuck = 0
@@ -132,14 +144,14 @@ class WorkerPool:
         if not timeout or timeout <= 0:
             return settle(fn(), None)
         job = _Job(lambda: settle(fn(), timeout))
-        self._acquire().append(job)
-        if not job.done.wait(timeout):
+        self._acquire().start(job)
+        if not job.done.acquire(True, timeout):
             with self._cond:
-                if not job.done.is_set():
+                if not job.finished:
                     job.abandoned = True
                     self._busy -= 1
                     self.stuck += 1
-                    self._cond.notify()
+                    self._wake_waiter()
                     raise CallTimeout(f"no answer within {timeout:g} s")
         if job.error is not None:
             raise job.error
@@ -161,20 +173,31 @@ class WorkerPool:
                     self._busy += 1
                     self.created += 1
                     return _Worker(self)
-                self._cond.wait()
+                self._waiting += 1
+                try:
+                    self._cond.wait()
+                finally:
+                    self._waiting -= 1
 
-    def _finished(self, worker: _Worker, job: _Job) -> None:
+    def _wake_waiter(self) -> None:
+        """A slot came free: wake one caller waiting for it (call with ``_cond`` held)."""
+        if self._waiting:
+            self._cond.notify()
+
+    def _finished(self, worker: _Worker, job: _Job) -> bool:
+        """Settle ``job``; True when ``worker`` goes back to the idle list."""
         with self._cond:
-            job.done.set()
+            job.finished = True
+            job.done.release()
             if job.abandoned:
                 self.stuck -= 1
             else:
                 self._busy -= 1
+            self._wake_waiter()
             if self._closed:
-                worker.stop()
-            else:
-                self._idle.append(worker)
-            self._cond.notify()
+                return False
+            self._idle.append(worker)
+            return True
 
     def close(self) -> None:
         with self._cond:
@@ -187,35 +210,38 @@ class WorkerPool:
 
 
 class _Worker:
-    """One daemon thread running jobs handed to it one at a time."""
+    """One daemon thread running the jobs handed to it, one at a time.
+
+    ``_wake`` is held while the worker has nothing to do; :meth:`start` puts a job
+    in the slot and releases it (a job is only handed to an idle worker).
+    """
 
     def __init__(self, pool: WorkerPool) -> None:
         self._pool = pool
-        self._wake = threading.Condition(threading.Lock())
-        self._jobs: list[_Job | None] = []
+        self._wake = _thread.allocate_lock()
+        self._wake.acquire()
+        self._job: _Job | None = None
         threading.Thread(target=self._loop, name="ctxengine-engine-call", daemon=True).start()
 
-    def append(self, job: _Job | None) -> None:
-        with self._wake:
-            self._jobs.append(job)
-            self._wake.notify()
+    def start(self, job: _Job | None) -> None:
+        self._job = job
+        self._wake.release()
 
     def stop(self) -> None:
-        self.append(None)
+        self.start(None)
 
     def _loop(self) -> None:
         while True:
-            with self._wake:
-                while not self._jobs:
-                    self._wake.wait()
-                job = self._jobs.pop(0)
+            self._wake.acquire()
+            job, self._job = self._job, None
             if job is None:
                 return
             try:
                 job.result = job.fn()
             except BaseException as exc:
                 job.error = exc
-            self._pool._finished(self, job)
+            if not self._pool._finished(self, job):
+                return
 
 
 @cache

@@ -142,8 +142,13 @@ class LiveView:
         """
         uid = message.get("message_uid")
         entry = self._by_uid.get(uid) if isinstance(uid, str) else None
-        if entry is not None and strip_persistence_fields(message) == strip_persistence_fields(
-            entry.message
+        if entry is None:
+            return None
+        stored = entry.message
+        # Equal as a whole is equal without the persistence fields: the common case costs
+        # one comparison and no stripped copies.
+        if message == stored or strip_persistence_fields(message) == strip_persistence_fields(
+            stored
         ):
             return entry
         return None
@@ -151,17 +156,32 @@ class LiveView:
     def count(self, messages: Iterable[Message]) -> int:
         """Tokens of messages: a live message's count when the uid and content match, else
         the counter's cache per version (uid, or none, and content digest)."""
-        counter = self.counter
         total = 0
+        for m in messages:
+            entry = self.matching_entry(m)
+            total += entry.tokens if entry is not None else self._count_version(m)
+        return total
+
+    def resolve(self, messages: Iterable[Message]) -> tuple[int, list[Message]]:
+        """Tokens and provider copies of a selection in one pass: a live message's cached
+        count and copy when the uid and content match (what a provider receives of it is
+        then the same), else counted per version and copied."""
+        total = 0
+        wire: list[Message] = []
         for m in messages:
             entry = self.matching_entry(m)
             if entry is not None:
                 total += entry.tokens
+                wire.append(entry.wire)
             else:
-                uid = m.get("message_uid")
-                key = uid if isinstance(uid, str) else ""
-                total += counter.count_message_version(m, key, message_digest(m))
-        return total
+                total += self._count_version(m)
+                wire.append(self.provider_copy(m))
+        return total, wire
+
+    def _count_version(self, message: Message) -> int:
+        uid = message.get("message_uid")
+        key = uid if isinstance(uid, str) else ""
+        return self.counter.count_message_version(message, key, message_digest(message))
 
     def position(self, uid: Any) -> int | None:
         """The live index of the message with ``uid`` (its newest entry), or None."""

@@ -107,7 +107,9 @@ _STOPWORDS = frozenset(
         "are you your our their them they its it's not but all any can will would should",
     )
 )
-_NOISE_CHARS_RE = re.compile(r"[A-Za-z]")
+_NOT_LETTERS_RE = re.compile(r"[^A-Za-z]+")
+#: Every byte but the ASCII letters: deleted to count the letters of an ASCII text.
+_NOT_LETTER_BYTES = bytes(b for b in range(256) if not chr(b).isascii() or not chr(b).isalpha())
 _MACHINE_LINE_RE = re.compile(
     r"^(?:\d{1,2}:\d{2}(?::\d{2})?\b|\d{4}-\d{2}-\d{2}[T ]|[\w./-]+:\d+:|[+\-@]{1,3}\s"
     r"|def |class |import |from \S+ import |return\b|raise |if .*:$|for .*:$|[>E] {3,})"
@@ -231,7 +233,10 @@ def make_unit(
         base -= weight / 2  # "ok thanks": too short to carry anything
     if _MACHINE_LINE_RE.match(text):
         base -= MACHINE_LINE_PENALTY
-    letters = len(_NOISE_CHARS_RE.findall(text))
+    if text.isascii():  # 5x faster than a findall list of the letters
+        letters = len(text.encode("ascii").translate(None, _NOT_LETTER_BYTES))
+    else:
+        letters = len(_NOT_LETTERS_RE.sub("", text))
     if letters < len(text) * 0.3:
         base -= 1.0
     if _NOISE_LINE_RE.match(text):
