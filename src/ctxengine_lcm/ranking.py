@@ -66,7 +66,7 @@ def rerank(
         return []
     alts = [list(alternatives[i]) if i < len(alternatives) else [] for i in range(len(terms))]
     flat = [*terms, *((text, False) for group in alts for text, _ in group)]
-    patterns = [_exact_pattern(text, prefix) for text, prefix in flat]
+    patterns = [exact_pattern(text, prefix) for text, prefix in flat]
     needles = [_needle(text) for text, _ in flat]
     holds = [_held(h.text, patterns, needles) for h in hits]
     weights = [
@@ -160,7 +160,9 @@ def _held(
     return held
 
 
-def _exact_pattern(text: str, prefix: bool) -> re.Pattern[str]:
+def exact_pattern(text: str, prefix: bool) -> re.Pattern[str]:
+    """``text`` as whole words, any case and any separators between them (a prefix: the
+    last word may go on)."""
     words = [re.escape(w) for w in text.split()]
     tail = r"\w*" if prefix else ""
     return re.compile(r"(?<!\w)" + r"\W+".join(words) + tail + r"(?!\w)", re.IGNORECASE)

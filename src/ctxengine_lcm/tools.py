@@ -21,7 +21,7 @@ from ctxengine_host.contract.messages import tool_call_ids
 from .calls import decoded_calls
 from .config import LcmConfig
 from .query import expand_query, merge_candidates
-from .ranking import fold_similar, query_terms, rerank
+from .ranking import exact_pattern, fold_similar, query_terms, rerank
 from .render import iso_time, message_ref, summary_ref, verbatim_message
 from .search import (
     QuerySyntaxError,
@@ -31,6 +31,7 @@ from .search import (
     regex_cost_problem,
     regex_scan,
 )
+from .snippets import term_snippet
 from .store import Grant, LcmStore, SearchHit, StoredMessage, StoredSummary
 
 _ID = re.compile(r"^(sum|msg)_(\d{1,18})$")
@@ -351,7 +352,8 @@ class ToolRunner:
             hits = merge_candidates(hits, extra)
             result["_fts_query_expanded"] = expansion.combined(query.expression)
         terms = query_terms(query.operands)
-        ranked = rerank(hits, terms, expansion.of(terms))
+        alternatives = expansion.of(terms)
+        ranked = rerank(hits, terms, alternatives)
         leaders: list[SearchHit] = []
         similar: dict[tuple[str, int], tuple[SearchHit, ...]] = {}
         for kind in ("message", "summary"):
@@ -362,13 +364,21 @@ class ToolRunner:
         leaders.sort(key=lambda h: h.score or 0.0)
         shown = _messages_first(leaders, limit)
         snippets_for = result.get("_fts_query_expanded") or query.expression
-        return self._with_snippets(shown, snippets_for, budget), similar
+        written = [exact_pattern(text, prefix) for text, prefix in terms]
+        others = [exact_pattern(text, False) for group in alternatives for text, _ in group]
+        return self._with_snippets(shown, snippets_for, (written, others), budget), similar
 
     def _with_snippets(
-        self, hits: list[SearchHit], expression: str, budget: WorkBudget
+        self,
+        hits: list[SearchHit],
+        expression: str,
+        patterns: tuple[list[re.Pattern[str]], list[re.Pattern[str]]],
+        budget: WorkBudget,
     ) -> list[SearchHit]:
-        """``hits`` with each previewed long text replaced by its snippet (out of budget:
-        its beginning)."""
+        """``hits`` with each previewed long text replaced by fragments around the query's
+        rarest words in it (snippets.py): the words as written (``patterns[0]``), else
+        their alternatives, else the store's snippet (a stemmed match); out of budget:
+        its beginning."""
         whole = self.config.grep_whole_text_chars
         snippets: dict[tuple[str, int], str] = {}
         kinds: tuple[tuple[str, SearchTarget], ...] = (
@@ -379,8 +389,21 @@ class ToolRunner:
             long_ids = [h.id for h in hits if h.kind == kind and len(h.text) > whole]
             if not long_ids or not budget.spend():
                 continue
-            found = self.store.snippets(target, expression, long_ids, whole)
-            snippets.update({(kind, i): text for i, text in found.items()})
+            contents = (
+                {i: m.content for i, m in self.store.messages_by_id(long_ids).items()}
+                if kind == "message"
+                else {i: s.content for i, s in self.store.summaries_by_id(long_ids).items()}
+            )
+            for i, content in contents.items():
+                fragments = term_snippet(content, patterns[0], whole) or term_snippet(
+                    content, patterns[1], whole
+                )
+                if fragments is not None:
+                    snippets[(kind, i)] = fragments
+            stemmed = [i for i in long_ids if (kind, i) not in snippets]
+            if stemmed and budget.spend():
+                found = self.store.snippets(target, expression, stemmed, whole)
+                snippets.update({(kind, i): text for i, text in found.items()})
         return [
             h
             if len(h.text) <= whole

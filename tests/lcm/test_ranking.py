@@ -64,10 +64,10 @@ def test_folding_keeps_the_best_member_and_lists_the_rest_in_order():
 
 def test_the_substring_prefilter_agrees_with_the_exact_word_regex():
     """The fast test rules out only what the regex would not match (#17)."""
-    from ctxengine_lcm.ranking import _exact_pattern, _held, _needle
+    from ctxengine_lcm.ranking import _held, _needle, exact_pattern
 
     terms = [("service", False), ("key", False), ("servic", True), ("service key", False)]
-    patterns = [_exact_pattern(t, p) for t, p in terms]
+    patterns = [exact_pattern(t, p) for t, p in terms]
     needles = [_needle(t) for t, _ in terms]
     texts = [
         "The SERVICE key is here",

@@ -325,3 +325,20 @@ def test_near_duplicates_fold_under_the_best_match(tmp_path, database):
     )
     plain = call(unfolded, "lcm_grep", {"pattern": "storage", "limit": 5})
     assert plain["count"] == 5 and all("similar" not in r for r in plain["results"])
+
+
+def test_a_long_hit_shows_the_part_around_its_rarest_query_word(tmp_path, database):
+    """A task prompt repeats the query's common word everywhere; the fragments shown are
+    placed where the rarer words occur, so the constraint next to them is in the result
+    the agent reads, not only in the message behind it."""
+    engine = make_engine(tmp_path, database=database, context_length=200_000)
+    filler = " ".join(f"Step {n}: read the files and fix what the files say." for n in range(40))
+    prompt = (
+        f"{filler[:1500]} Boundaries: leave the fixtures alone, DO NOT MODIFY: Tests. "
+        f"{filler[1500:]}"
+    )
+    ingest_texts(engine, [prompt])
+    out = call(engine, "lcm_grep", {"pattern": "which files to leave alone"})
+    snippet = out["results"][0]["snippet"]
+    assert "DO NOT MODIFY: Tests" in snippet, snippet
+    assert len(snippet) <= 600 + 4  # grep_whole_text_chars, and the "…" between fragments

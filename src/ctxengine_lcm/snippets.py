@@ -1,0 +1,89 @@
+"""Snippets of long ``lcm_grep`` hits: a few fragments around the query's rarest words.
+
+The stores' own snippet functions (FTS5 ``snippet``, ``ts_headline``) show one window,
+the one holding the most query terms. In a long message such as a task prompt the
+terms that brought the hit up recur all over it ("files", "fix"), and the window they
+pick is often not the part the question is about, so the answer is in no result the
+agent sees. This module shows several short, non-overlapping fragments instead, each
+placed where the terms held that are rarest in the text (and not shown yet) occur, in
+text order, together no longer than a whole short text.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left
+from collections import Counter
+from collections.abc import Sequence
+from itertools import islice
+
+#: Fragments shown of one long text.
+FRAGMENTS = 3
+#: Occurrences of one term looked at in one text (a log repeating a word is bounded).
+_MAX_OCCURRENCES = 200
+#: Occurrences a fragment may be centred on (the first ones in the text).
+_MAX_WINDOWS = 600
+#: Characters of a text scanned for the terms: one oversized output stays cheap.
+_MAX_SCAN_CHARS = 1_000_000
+#: Each further occurrence of a term in one fragment adds this share of its weight (a
+#: passage repeating a word is about it).
+_REPEAT = 0.5
+#: A term already shown counts this much in a later fragment.
+_SHOWN_FACTOR = 0.25
+
+
+def term_snippet(text: str, patterns: Sequence[re.Pattern[str]], chars: int) -> str | None:
+    """Up to ``FRAGMENTS`` fragments of ``text`` of ``chars // FRAGMENTS`` characters each,
+    joined by "…"; ``None`` when no pattern occurs (the caller falls back on the store's
+    snippet: a term matched only by its stem).
+
+    A term's weight is the inverse of its occurrences in the text. Each fragment is
+    centred on an occurrence and scores the weights of the distinct terms it holds (a
+    term an earlier fragment shows counts a quarter); the best fragment not overlapping
+    one already chosen is taken next, the earlier one among equals."""
+    scanned = text[:_MAX_SCAN_CHARS]
+    found = [[m.start() for m in islice(p.finditer(scanned), _MAX_OCCURRENCES)] for p in patterns]
+    weights = [1.0 / len(starts) if starts else 0.0 for starts in found]
+    occurrences = sorted((start, term) for term, starts in enumerate(found) for start in starts)
+    if not occurrences:
+        return None
+    size = max(40, chars // FRAGMENTS)
+    starts = [start for start, _ in occurrences]
+    windows: dict[tuple[int, int], dict[int, int]] = {}
+    for start, _ in occurrences[:_MAX_WINDOWS]:
+        window = _window(start, size, len(scanned))
+        inside = occurrences[bisect_left(starts, window[0]) : bisect_left(starts, window[1])]
+        windows[window] = Counter(term for _, term in inside)
+    chosen: list[tuple[int, int]] = []
+    shown: set[int] = set()
+    while len(chosen) < FRAGMENTS:
+        best: tuple[float, tuple[int, int]] | None = None
+        for window, terms in windows.items():  # in text order: equals keep the earlier
+            if any(window[0] < end and start < window[1] for start, end in chosen):
+                continue
+            score = sum(
+                weights[t] * (_SHOWN_FACTOR if t in shown else 1.0) * (1 + _REPEAT * (n - 1))
+                for t, n in terms.items()
+            )
+            if best is None or score > best[0]:
+                best = (score, window)
+        if best is None:
+            break
+        chosen.append(best[1])
+        shown |= set(windows[best[1]])
+    return _joined(text, sorted(chosen))
+
+
+def _window(start: int, size: int, length: int) -> tuple[int, int]:
+    """``size`` characters around an occurrence at ``start``, inside the text."""
+    left = max(0, min(start - size // 3, length - size))
+    return left, min(length, left + size)
+
+
+def _joined(text: str, windows: Sequence[tuple[int, int]]) -> str:
+    parts = ["…" if windows[0][0] > 0 else ""]
+    for n, (start, end) in enumerate(windows):
+        parts.append(text[start:end])
+        if end < len(text) and (n + 1 == len(windows) or windows[n + 1][0] > end):
+            parts.append("…")
+    return "".join(parts)
