@@ -5,7 +5,7 @@ the one holding the most query terms. In a long message such as a task prompt th
 terms that brought the hit up recur all over it ("files", "fix"), and the window they
 pick is often not the part the question is about, so the answer is in no result the
 agent sees. This module shows several short, non-overlapping fragments instead, each
-placed where the terms held that are rarest in the text (and not shown yet) occur, in
+placed where the terms that are rarest in the text (and not shown yet) occur, in
 text order, together no longer than a whole short text.
 """
 
@@ -38,8 +38,9 @@ def term_snippet(text: str, patterns: Sequence[re.Pattern[str]], chars: int) -> 
     snippet: a term matched only by its stem).
 
     A term's weight is the inverse of its occurrences in the text. Each fragment is
-    centred on an occurrence and scores the weights of the distinct terms it holds (a
-    term an earlier fragment shows counts a quarter); the best fragment not overlapping
+    placed around an occurrence and scores the weights of the terms it holds (a term
+    an earlier fragment shows counts a quarter, each further occurrence adds half its
+    weight again: a passage repeating a word is about it); the best fragment not overlapping
     one already chosen is taken next, the earlier one among equals."""
     scanned = text[:_MAX_SCAN_CHARS]
     found = [[m.start() for m in islice(p.finditer(scanned), _MAX_OCCURRENCES)] for p in patterns]
