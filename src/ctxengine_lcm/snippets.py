@@ -38,10 +38,12 @@ def term_snippet(text: str, patterns: Sequence[re.Pattern[str]], chars: int) -> 
     snippet: a term matched only by its stem).
 
     A term's weight is the inverse of its occurrences in the text. Each fragment is
-    placed around an occurrence and scores the weights of the terms it holds (a term
-    an earlier fragment shows counts a quarter, each further occurrence adds half its
-    weight again: a passage repeating a word is about it); the best fragment not overlapping
-    one already chosen is taken next, the earlier one among equals."""
+    placed around an occurrence of the rarest term it holds (one around a common word
+    that merely reaches a rare one would push the rare one to its edge) and scores the
+    weights of the terms it holds (a term an earlier fragment shows counts a quarter,
+    each further occurrence adds half its weight again: a passage repeating a word is
+    about it); the best fragment not overlapping one already chosen is taken next, the
+    earlier one among equals."""
     scanned = text[:_MAX_SCAN_CHARS]
     found = [[m.start() for m in islice(p.finditer(scanned), _MAX_OCCURRENCES)] for p in patterns]
     weights = [1.0 / len(starts) if starts else 0.0 for starts in found]
@@ -51,10 +53,12 @@ def term_snippet(text: str, patterns: Sequence[re.Pattern[str]], chars: int) -> 
     size = max(40, chars // FRAGMENTS)
     starts = [start for start, _ in occurrences]
     windows: dict[tuple[int, int], dict[int, int]] = {}
-    for start, _ in occurrences[:_MAX_WINDOWS]:
+    for start, anchor in occurrences[:_MAX_WINDOWS]:
         window = _window(start, size, len(scanned))
         inside = occurrences[bisect_left(starts, window[0]) : bisect_left(starts, window[1])]
-        windows[window] = Counter(term for _, term in inside)
+        held = Counter(term for _, term in inside)
+        if weights[anchor] >= max(weights[t] for t in held):  # placed around its rarest
+            windows[window] = held
     chosen: list[tuple[int, int]] = []
     shown: set[int] = set()
     while len(chosen) < FRAGMENTS:

@@ -333,10 +333,7 @@ def test_a_long_hit_shows_the_part_around_its_rarest_query_word(tmp_path, databa
     the agent reads, not only in the message behind it."""
     engine = make_engine(tmp_path, database=database, context_length=200_000)
     filler = " ".join(f"Step {n}: read the files and fix what the files say." for n in range(40))
-    prompt = (
-        f"{filler[:1500]} Boundaries: leave the fixtures alone, DO NOT MODIFY: Tests. "
-        f"{filler[1500:]}"
-    )
+    prompt = f"{filler[:1500]} Boundaries: DO NOT MODIFY: Tests, leave those alone. {filler[1500:]}"
     ingest_texts(engine, [prompt])
     out = call(engine, "lcm_grep", {"pattern": "which files to leave alone"})
     snippet = out["results"][0]["snippet"]
