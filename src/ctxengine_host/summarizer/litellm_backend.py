@@ -13,8 +13,7 @@ from typing import Any
 import litellm
 
 from .errors import SummarizerError
-from .openai_backend import build_messages
-from .render import render_transcript
+from .prompt import Shrink, summary_messages
 from .settings import LiteLLMSettings
 
 
@@ -31,7 +30,7 @@ class LiteLLMBackend:
     def __init__(
         self,
         settings: LiteLLMSettings,
-        shrink: Callable[[str | list[dict[str, Any]], int, str | None], str] | None = None,
+        shrink: Shrink | None = None,
         count_text: Callable[[str], int] | None = None,
     ) -> None:
         self.settings = settings
@@ -47,17 +46,14 @@ class LiteLLMBackend:
         level: int = 0,
     ) -> str:
         settings = self.settings
-        transcript = render_transcript(content)
-        if (
-            self._shrink
-            and self._count_text
-            and self._count_text(transcript) > settings.max_input_tokens
-        ):
-            transcript = self._shrink(content, settings.max_input_tokens, focus_topic)
-        asked = target_tokens if level == 0 else max(1, int(target_tokens * 0.6))
+        messages = summary_messages(
+            content, target_tokens, focus_topic, previous, level,
+            max_input_tokens=settings.max_input_tokens,
+            shrink=self._shrink, count_text=self._count_text,
+        )  # fmt: skip
         kwargs: dict[str, Any] = {
             "model": settings.model,
-            "messages": build_messages(transcript, asked, focus_topic, previous, level),
+            "messages": messages,
             "temperature": settings.temperature,
             "max_tokens": max(16, target_tokens),
             "timeout": settings.timeout_seconds,
