@@ -23,9 +23,12 @@ timed "framework env agents" bash scripts/framework-env.sh agents
 timed "framework env hermes" bash scripts/framework-env.sh hermes
 timed "framework env gateway (node 24, openclaw, our plugin)" bash scripts/gateway-env.sh
 
+# One worker per core (at most 4), each test file on one worker so its module fixtures
+# (a gateway, a built wheel) are made once; `-n 0` among the arguments runs one process.
+# The slowest tests are listed at the end, so the CI budget stays visible.
 start=$(date +%s)
 set +e
-.venv/bin/python -m pytest "$@"
+.venv/bin/python -m pytest -n auto --maxprocesses 4 --dist loadfile --durations 15 "$@"
 status=$?
 set -e
 echo "test.sh: tests took $(($(date +%s) - start)) s" >&2
