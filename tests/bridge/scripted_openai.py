@@ -9,6 +9,7 @@ text reply; usage is the request's size. A turn whose prompt says
 the request offers it). Each request is appended to LOG.
 With ``--kill-on N PATTERN`` it kills, while answering the N-th request, every
 process whose command line contains PATTERN (the test's ``ctxengine serve``).
+The HTTP side is ``tests/support/chat_server.py`` (on its ``PYTHONPATH``).
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ import os
 import re
 import signal
 import sys
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+from chat_server import ChatServer, usage
 
 FILLER = "The quick brown fox jumps over the lazy dog. " * 12
 #: In a prompt: "call lcm_grep for these words first".
@@ -42,100 +43,40 @@ def kill_matching(pattern: str) -> list[int]:
     return killed
 
 
-class Handler(BaseHTTPRequestHandler):
-    count = 0
-    log_path = Path("requests.jsonl")
-    kill_on: tuple[int, str] | None = None
-    rounds = 0
+class Script:
+    """The scripted model's answers; every request is appended to ``log_path``."""
 
-    def do_GET(self) -> None:
-        self._json(200, {"object": "list", "data": [{"id": "scripted", "object": "model"}]})
+    def __init__(self, log_path: Path, rounds: int, kill_on: tuple[int, str] | None) -> None:
+        self.log_path = log_path
+        self.rounds = rounds
+        self.kill_on = kill_on
 
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
-        Handler.count += 1
-        number = Handler.count
+    def __call__(self, body: dict, number: int) -> tuple[dict, dict[str, int]]:
         killed = []
-        if Handler.kill_on and Handler.kill_on[0] == number:
-            killed = kill_matching(Handler.kill_on[1])
+        if self.kill_on and self.kill_on[0] == number:
+            killed = kill_matching(self.kill_on[1])
         messages = body.get("messages") or []
         tools = [t.get("function", {}).get("name") for t in body.get("tools") or []]
         prompt_tokens = max(1, len(json.dumps(messages)) // 4)
-        with Handler.log_path.open("a", encoding="utf-8") as log:
-            log.write(
-                json.dumps(
-                    {
-                        "n": number,
-                        "path": self.path,
-                        "messages": messages,
-                        "tools": tools,
-                        "prompt_tokens": prompt_tokens,
-                        "killed": killed,
-                    }
-                )
-                + "\n"
-            )
+        record = {"n": number, "messages": messages, "tools": tools}
+        record.update(prompt_tokens=prompt_tokens, killed=killed)
+        with self.log_path.open("a", encoding="utf-8") as log:
+            log.write(json.dumps(record) + "\n")
         text = f"Reply {number}. {FILLER}"
-        call = None
+        tokens = usage(prompt_tokens, len(text) // 4)
         rounds = _tool_rounds_so_far(messages)
-        if tools and rounds < Handler.rounds:
-            name, arguments = _pick_tool(tools), {"path": f"notes-{number}.txt"}
-            grep = GREP.search(json.dumps(_prompt(messages)))
-            if grep and rounds == 0 and "lcm_grep" in tools:
-                name, arguments = "lcm_grep", {"pattern": grep.group(1)}
-            call = {
-                "index": 0,
-                "id": f"call_{number}",
-                "type": "function",
-                "function": {"name": name, "arguments": json.dumps(arguments)},
-            }
-        usage = {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": len(text) // 4,
-            "total_tokens": prompt_tokens + len(text) // 4,
+        if not tools or rounds >= self.rounds:
+            return {"content": text}, tokens
+        name, arguments = _pick_tool(tools), {"path": f"notes-{number}.txt"}
+        grep = GREP.search(json.dumps(_prompt(messages)))
+        if grep and rounds == 0 and "lcm_grep" in tools:
+            name, arguments = "lcm_grep", {"pattern": grep.group(1)}
+        call = {
+            "id": f"call_{number}",
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps(arguments)},
         }
-        created = int(time.time())
-        finish = "tool_calls" if call else "stop"
-        message: dict = {"role": "assistant", "content": None if call else text}
-        if call:
-            message["tool_calls"] = [{k: v for k, v in call.items() if k != "index"}]
-        if not body.get("stream"):
-            choice = {"index": 0, "finish_reason": finish, "message": message}
-            reply = {"id": f"c{number}", "object": "chat.completion", "created": created}
-            reply.update(model=body.get("model", "scripted"), usage=usage, choices=[choice])
-            self._json(200, reply)
-            return
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.end_headers()
-        base = {
-            "id": f"c{number}",
-            "object": "chat.completion.chunk",
-            "created": created,
-            "model": body.get("model", "scripted"),
-        }
-        delta = {"role": "assistant", "tool_calls": [call]} if call else message
-        chunks = [
-            {**base, "choices": [{"index": 0, "delta": delta}]},
-            {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]},
-            {**base, "choices": [], "usage": usage},
-        ]
-        for chunk in chunks:
-            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-        self.wfile.write(b"data: [DONE]\n\n")
-        self.wfile.flush()
-
-    def _json(self, code: int, body: object) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
+        return {"tool_calls": [call]}, tokens
 
 
 def _pick_tool(tools: list[str]) -> str:
@@ -171,12 +112,11 @@ def _is_runtime_context(message: dict) -> bool:
 
 
 def main() -> None:
-    Handler.log_path = Path(sys.argv[1])
-    Handler.rounds = int(sys.argv[2])
+    kill_on = None
     if len(sys.argv) >= 6 and sys.argv[3] == "--kill-on":
-        Handler.kill_on = (int(sys.argv[4]), sys.argv[5])
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    print(server.server_port, flush=True)
+        kill_on = (int(sys.argv[4]), sys.argv[5])
+    server = ChatServer(Script(Path(sys.argv[1]), int(sys.argv[2]), kill_on))
+    print(server.port, flush=True)
     server.serve_forever()
 
 

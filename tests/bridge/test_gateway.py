@@ -28,6 +28,8 @@ from .client import StdioClient
 
 PLUGIN_SRC = REPO / "integrations" / "openclaw"
 SCRIPTED = Path(__file__).with_name("scripted_openai.py")
+#: ``chat_server.py``, the HTTP side of the scripted model.
+SUPPORT = REPO / "tests" / "support"
 ENGINES = Path(__file__).with_name("engines")
 TOOL_ROUNDS = 6
 #: Each tool call reads a note of about this many tokens: the turn outgrows the window.
@@ -102,9 +104,8 @@ class Gateway:
         command = [str(self.python), str(SCRIPTED), str(self.requests), str(rounds)]
         if kill_on is not None:
             command += ["--kill-on", str(kill_on), str(self.root)]
-        self.model_server = subprocess.Popen(
-            command, stdout=subprocess.PIPE, text=True, env=self.env
-        )
+        env = {**self.env, "PYTHONPATH": os.pathsep.join([str(SUPPORT), self.env["PYTHONPATH"]])}
+        self.model_server = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
         assert self.model_server.stdout
         port = int(self.model_server.stdout.readline())
         self._write_config(port)

@@ -12,6 +12,8 @@ from tests.support.frameworks import framework_python
 from tests.support.network import assert_no_escape, guarded_env
 
 SCENARIOS = Path(__file__).parent / "scenarios"
+#: ``chat_server.py``, the scripted model's HTTP side, imported by the scenarios.
+SUPPORT = Path(__file__).parents[1] / "support"
 #: One environment holds every framework the adapters support (scripts/framework-envs/agents.txt).
 ENV_NAME = "agents"
 
@@ -20,7 +22,7 @@ def run_scenario(script: str, engine: str, tmp_path: Path, timeout: float = 120)
     """Run ``scenarios/SCRIPT`` with ``engine`` chosen by the slot; its JSON report."""
     python = framework_python(ENV_NAME)
     env = guarded_env(tmp_path)
-    env["PYTHONPATH"] = os.pathsep.join([str(SCENARIOS), env["PYTHONPATH"]])
+    env["PYTHONPATH"] = os.pathsep.join([str(SCENARIOS), str(SUPPORT), env["PYTHONPATH"]])
     env["CTXENGINE_ENGINE"] = engine
     env["CTXENGINE_DATA_DIR"] = str(tmp_path / "data")
     env["CTXENGINE_QUARANTINE_FILE"] = str(tmp_path / "quarantine.jsonl")

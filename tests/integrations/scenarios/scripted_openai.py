@@ -1,84 +1,33 @@
 """A scripted OpenAI-compatible Chat Completions server on 127.0.0.1, for framework tests.
 
 ``ScriptedOpenAI(respond)`` answers each ``POST .../chat/completions`` with the
-assistant message ``respond(body)`` returns, and keeps every request body it got.
+assistant message ``respond(body)`` returns, and keeps every request body it got
+(the HTTP side is ``tests/support/chat_server.py``, on the scenarios' ``PYTHONPATH``).
 """
 
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from chat_server import ChatServer, usage
 
 Message = dict[str, Any]
 
 
-class ScriptedOpenAI:
+class ScriptedOpenAI(ChatServer):
+    """``with ScriptedOpenAI(respond) as server``: ``server.base_url``, ``server.requests``."""
+
     def __init__(self, respond: Callable[[dict[str, Any]], Message]) -> None:
         self.respond = respond
         self.requests: list[dict[str, Any]] = []
-        server = self
+        super().__init__(self._answer)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
-                if not self.path.endswith("/chat/completions"):
-                    self._send(404, {"error": {"message": f"no route {self.path}"}})
-                    return
-                server.requests.append(body)
-                try:
-                    message = server.respond(body)
-                except Exception as exc:  # the script itself is broken: say so
-                    self._send(500, {"error": {"message": repr(exc)}})
-                    return
-                self._send(200, completion(body, message))
-
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
-
-    def __enter__(self) -> ScriptedOpenAI:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-
-
-def completion(body: dict[str, Any], message: Message) -> dict[str, Any]:
-    prompt = sum(len(json.dumps(m)) for m in body.get("messages", [])) // 4
-    return {
-        "id": f"chatcmpl-{len(body.get('messages', []))}",
-        "object": "chat.completion",
-        "created": 0,
-        "model": body.get("model", "scripted"),
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": None, **message},
-                "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
-            }
-        ],
-        "usage": {"prompt_tokens": prompt, "completion_tokens": 10, "total_tokens": prompt + 10},
-    }
+    def _answer(self, body: dict[str, Any], number: int) -> tuple[Message, dict[str, int]]:
+        self.requests.append(body)
+        prompt = sum(len(json.dumps(m)) for m in body.get("messages", [])) // 4
+        return self.respond(body), usage(prompt, 10)
 
 
 def tool_call(call_id: str, name: str, args: dict[str, Any]) -> Message:
