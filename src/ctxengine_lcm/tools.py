@@ -321,26 +321,34 @@ class ToolRunner:
             else None
         )
         hits: list[SearchHit] = []
+        # The targets whose matches of the words as written did not fill their pool.
+        short: list[SearchTarget] = []
         for target in targets:
             if not budget.spend():
                 break
             # Summaries get a quarter of the slots shown (_messages_first): a quarter of the pool.
             pool = wanted if target == "messages" or not by_relevance else max(limit, wanted // 4)
-            hits += self.store.search_fulltext(
+            found = self.store.search_fulltext(
                 access.conversation_ids, query.expression, target, since, until, pool,
                 by_relevance, cfg.grep_relevance_window, cfg.grep_whole_text_chars, preview,
                 all_terms=every,
             )  # fmt: skip
+            if len(found) < pool:
+                short.append(target)
+            hits += found
         result["matched"] = "as written" if query.explicit else "any term"
         result["_fts_query"] = query.expression
         if not by_relevance:
             hits.sort(key=lambda h: (h.created_at, h.id), reverse=True)
             return _messages_first(hits, limit), {}
-        # Other spellings and words for the terms: extra candidates, ranked below them.
+        # Other spellings and words for the terms: extra candidates, ranked below them,
+        # searched for where the words as written found fewer than the pool holds (where
+        # they filled it, the history holds the query in its own words; the alternatives
+        # still count in the reranking of the pool).
         expansion = expand_query(query)
-        if expansion.expression is not None:
+        if expansion.expression is not None and short:
             extra: list[SearchHit] = []
-            for target in targets:
+            for target in short:
                 if not budget.spend():
                     break
                 extra += self.store.search_fulltext(
