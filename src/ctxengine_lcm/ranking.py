@@ -28,7 +28,7 @@ from .store import SearchHit
 _WORDS = re.compile(r"\w+")
 #: Non-ASCII letters that case-insensitive matching equates with ASCII ones but whose
 #: lowercase form is not ASCII (dotless i, long s).
-_ASCII_FOLDS = str.maketrans({"ı": "i", "ſ": "s"})
+_ASCII_FOLDS = str.maketrans({"\u0131": "i", "\u017f": "s"})
 
 
 @dataclass(frozen=True)
@@ -150,7 +150,7 @@ def _held(
 ) -> list[bool]:
     """Which terms ``text`` holds exactly. A plain substring test first (C speed) rules out
     most; the word-boundary regex confirms the rest. The needles are ASCII: lowercasing
-    (with the two letters the regex also folds to ASCII ones, ``ı`` and ``ſ``) then
+    (with the two letters the regex also folds to ASCII ones, dotless i and long s) then
     agrees with the regex's case folding, so the test never rules out a real match."""
     if text.isascii():
         lowered, aligned = text.lower(), True

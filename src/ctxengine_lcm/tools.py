@@ -463,8 +463,13 @@ class ToolRunner:
     def _call_outputs(self, hits: list[SearchHit]) -> dict[int, list[dict[str, Any]]]:
         """The results of each tool call hit, by the call's id: their ids and beginnings
         (a search finds the command; its output, often without a word of the query,
-        is what the caller is after). Read in one look-up: results follow their call."""
-        calls = [h for h in hits if h.kind == "message" and h.role == "assistant"]
+        is what the caller is after). Read in one look-up: results follow their call; none
+        when no hit is (or may be) a call."""
+        calls = [
+            h
+            for h in hits
+            if h.kind == "message" and h.role == "assistant" and h.tool_call is not False
+        ]
         wanted = {h.id + n for h in calls for n in range(_RESULTS_AHEAD + 1)}
         loaded = self.store.messages_by_id(sorted(wanted)) if calls else {}
         outputs: dict[int, list[dict[str, Any]]] = {}
@@ -855,9 +860,7 @@ def _messages_first(hits: list[SearchHit], limit: int) -> list[SearchHit]:
 
 
 def _with_text(hit: SearchHit, text: str) -> SearchHit:
-    return SearchHit(
-        hit.kind, hit.id, hit.conversation_id, hit.created_at, text, hit.role, hit.seq, hit.depth
-    )
+    return replace(hit, text=text)
 
 
 def _page(
