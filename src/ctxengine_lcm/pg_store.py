@@ -476,6 +476,7 @@ class PgLcmStore(StoreCommon):
         scope, scope_params = self._scope_sql(alias, conversation_ids, since, until)
         query_sql, phrases = ts_query_sql(fts_query)
         extra = "m.role, m.seq, -1" if target == "messages" else "'', s.first_seq, s.depth"
+        call = "m.tool_name IS NOT NULL" if target == "messages" else "NULL::boolean"
         time_column = "created_at" if target == "messages" else "latest_at"
         cap = relevance_window if by_relevance else max(limit, _RECENT_CAP)
         order = "rank DESC, id DESC" if by_relevance else "id DESC"
@@ -510,7 +511,7 @@ class PgLcmStore(StoreCommon):
             f"SELECT {alias}.id, {alias}.conversation_id, {alias}.{time_column}, "
             f"CASE WHEN length({alias}.content) <= {int(whole_chars)} THEN {alias}.content "
             f"ELSE {long_text} END, {extra}, "
-            f"-top.rank, {lineage} FROM top JOIN {table} {alias} ON {alias}.id = top.id "
+            f"-top.rank, {lineage}, {call} FROM top JOIN {table} {alias} ON {alias}.id = top.id "
             f"{lineage_join} ORDER BY {final}"
         )
         params = [*phrases, *phrases, *scope_params, cap, *pool_params, limit, *long_params]
@@ -518,7 +519,12 @@ class PgLcmStore(StoreCommon):
         kind: Literal["message", "summary"] = "message" if target == "messages" else "summary"
         return [
             SearchHit(  # type: ignore[misc, call-arg]  # mypy cannot count the splat
-                kind, *r[:7], float(r[7]), lineage=kind == "message", covered_by=r[8]
+                kind,
+                *r[:7],
+                float(r[7]),
+                lineage=kind == "message",
+                covered_by=r[8],
+                tool_call=r[9],
             )
             for r in rows
         ]

@@ -571,6 +571,7 @@ class SqliteStore(StoreCommon):
         )
         scope, scope_params = self._scope_sql(alias, conversation_ids, since, until)
         extra = "m.role, m.seq, -1" if target == "messages" else "'', s.first_seq, s.depth"
+        call = "m.tool_name IS NOT NULL" if target == "messages" else "NULL"
         time_column = "created_at" if target == "messages" else "latest_at"
         score = (
             f"bm25({fts}) * CASE WHEN {_TOOL_WRITTEN} THEN {TOOL_OUTPUT_WEIGHT} ELSE 1.0 END"
@@ -585,7 +586,7 @@ class SqliteStore(StoreCommon):
         select = (
             f"SELECT {alias}.id, {alias}.conversation_id, {alias}.{time_column}, "
             f"CASE WHEN length({alias}.content) <= {int(whole_chars)} THEN {alias}.content "
-            f"ELSE {long_text} END, {extra}, {score} "
+            f"ELSE {long_text} END, {extra}, {score}, {call} "
             f"FROM {fts} JOIN {table} {alias} ON {alias}.id = {fts}.rowid "
             f"WHERE {fts} MATCH ? AND {scope}"
         )
@@ -622,7 +623,10 @@ class SqliteStore(StoreCommon):
                 rows = self._conn.execute(sql, [fts_query, *scope_params, limit]).fetchall()
         kind: Literal["message", "summary"] = "message" if target == "messages" else "summary"
         return [
-            SearchHit(kind, r[0], r[1], r[2], r[3], r[4], r[5], r[6], float(r[7])) for r in rows
+            SearchHit(  # type: ignore[misc]
+                kind, *r[:7], float(r[7]), tool_call=None if r[8] is None else bool(r[8])
+            )
+            for r in rows
         ]
 
     def _ranked(

@@ -145,6 +145,9 @@ class SearchHit:
     lineage: bool = False
     #: The summary covering a message hit (None: none), when ``lineage`` is True.
     covered_by: int | None = None
+    #: Whether a message hit is a tool call (None: not read with the hit): only calls
+    #: have results to look up.
+    tool_call: bool | None = None
 
 
 @dataclass

@@ -118,13 +118,13 @@ def _scan_page_sql(
     if target == "messages":
         return (
             "SELECT m.id, m.conversation_id, m.created_at, m.content, m.role, m.seq, "
-            f"-1 FROM {d.messages} m WHERE {scope}"
+            f"-1, m.tool_name IS NOT NULL FROM {d.messages} m WHERE {scope}"
             + (f" AND m.seq < {d.p}" if below else "")
             + f" ORDER BY m.seq DESC LIMIT {d.p}"
         )
     return (
         "SELECT s.id, s.conversation_id, s.latest_at, s.content, '', "
-        f"s.first_seq, s.depth FROM {d.summaries} s WHERE {scope}"
+        f"s.first_seq, s.depth, NULL FROM {d.summaries} s WHERE {scope}"
         + (f" AND s.id < {d.p}" if below else "")
         + f" ORDER BY s.id DESC LIMIT {d.p}"
     )
@@ -133,7 +133,10 @@ def _scan_page_sql(
 def _scan_hits(target: str, rows: Sequence[Sequence[Any]]) -> tuple[list[SearchHit], int]:
     """One page of a recency scan as hits, and the cursor the next page starts below."""
     kind: Literal["message", "summary"] = "message" if target == "messages" else "summary"
-    hits = [SearchHit(kind, r[0], r[1], r[2], r[3], r[4], r[5], r[6]) for r in rows]
+    hits = [
+        SearchHit(kind, *r[:7], tool_call=None if r[7] is None else bool(r[7]))  # type: ignore[misc]
+        for r in rows
+    ]
     cursor = rows[-1][5] if target == "messages" else rows[-1][0]
     return hits, cursor
 

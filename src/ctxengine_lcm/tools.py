@@ -321,26 +321,34 @@ class ToolRunner:
             else None
         )
         hits: list[SearchHit] = []
+        # The targets whose matches of the words as written did not fill their pool.
+        short: list[SearchTarget] = []
         for target in targets:
             if not budget.spend():
                 break
             # Summaries get a quarter of the slots shown (_messages_first): a quarter of the pool.
             pool = wanted if target == "messages" or not by_relevance else max(limit, wanted // 4)
-            hits += self.store.search_fulltext(
+            found = self.store.search_fulltext(
                 access.conversation_ids, query.expression, target, since, until, pool,
                 by_relevance, cfg.grep_relevance_window, cfg.grep_whole_text_chars, preview,
                 all_terms=every,
             )  # fmt: skip
+            if len(found) < pool:
+                short.append(target)
+            hits += found
         result["matched"] = "as written" if query.explicit else "any term"
         result["_fts_query"] = query.expression
         if not by_relevance:
             hits.sort(key=lambda h: (h.created_at, h.id), reverse=True)
             return _messages_first(hits, limit), {}
-        # Other spellings and words for the terms: extra candidates, ranked below them.
+        # Other spellings and words for the terms: extra candidates, ranked below them,
+        # searched for where the words as written found fewer than the pool holds (where
+        # they filled it, the history holds the query in its own words; the alternatives
+        # still count in the reranking of the pool).
         expansion = expand_query(query)
-        if expansion.expression is not None:
+        if expansion.expression is not None and short:
             extra: list[SearchHit] = []
-            for target in targets:
+            for target in short:
                 if not budget.spend():
                     break
                 extra += self.store.search_fulltext(
@@ -455,8 +463,13 @@ class ToolRunner:
     def _call_outputs(self, hits: list[SearchHit]) -> dict[int, list[dict[str, Any]]]:
         """The results of each tool call hit, by the call's id: their ids and beginnings
         (a search finds the command; its output, often without a word of the query,
-        is what the caller is after). Read in one look-up: results follow their call."""
-        calls = [h for h in hits if h.kind == "message" and h.role == "assistant"]
+        is what the caller is after). Read in one look-up: results follow their call; none
+        when no hit is (or may be) a call."""
+        calls = [
+            h
+            for h in hits
+            if h.kind == "message" and h.role == "assistant" and h.tool_call is not False
+        ]
         wanted = {h.id + n for h in calls for n in range(_RESULTS_AHEAD + 1)}
         loaded = self.store.messages_by_id(sorted(wanted)) if calls else {}
         outputs: dict[int, list[dict[str, Any]]] = {}
@@ -847,9 +860,7 @@ def _messages_first(hits: list[SearchHit], limit: int) -> list[SearchHit]:
 
 
 def _with_text(hit: SearchHit, text: str) -> SearchHit:
-    return SearchHit(
-        hit.kind, hit.id, hit.conversation_id, hit.created_at, text, hit.role, hit.seq, hit.depth
-    )
+    return replace(hit, text=text)
 
 
 def _page(

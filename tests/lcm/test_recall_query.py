@@ -116,3 +116,53 @@ def test_query_alternatives_by_kind():
     assert expand_query(fts_query('"flush batch" OR x')).expression is None
     assert "version" in synonyms_of("releases") and "listen" in synonyms_of("connections")
     assert derived_forms("write")[0] == "writer" and "installation" in derived_forms("installed")
+
+
+def test_the_alternatives_are_searched_only_where_the_words_leave_the_pool_short(
+    tmp_path, database, monkeypatch
+):
+    engine = make_engine(tmp_path, database=database, grep_rerank_pool=2)
+    texts = ["release 1 of the driver", "release 2 of the driver", "Version: 3.3.7"]
+    engine.ingest("s1", [{"role": "user", "content": t, "message_uid": uid()} for t in texts])
+    searched: list[str] = []
+    search = engine.store.search_fulltext
+
+    def recorded(conversation_ids, expression, *args, **kwargs):
+        searched.append(expression)
+        return search(conversation_ids, expression, *args, **kwargs)
+
+    monkeypatch.setattr(engine.store, "search_fulltext", recorded)
+    args = {"pattern": "release", "scope": "messages"}
+    # Two matches fill a pool of two: the synonym "version" is not looked for.
+    full = call(engine, "lcm_grep", {**args, "limit": 2})
+    assert searched == ['"release"']
+    assert not any("3.3.7" in r["snippet"] for r in full["results"])
+    searched.clear()
+    short = call(engine, "lcm_grep", {**args, "limit": 3})  # a pool of three: one short
+    assert len(searched) == 2 and '"version"' in searched[1]
+    assert short["results"][-1]["snippet"] == "Version: 3.3.7"
+    engine.dispose()
+
+
+def test_only_a_tool_call_hit_has_its_results_looked_up(tmp_path, database, monkeypatch):
+    engine = make_engine(tmp_path, database=database)
+    edit = tool_call("edit_file", {"path": "exports.toml", "patch": "+timeout = 120\n"})
+    note = {"role": "assistant", "content": "the timeout stays", "message_uid": uid()}
+    engine.ingest("s1", [edit, result_of(edit, "patch applied"), note])
+    looked_up: list[list[int]] = []
+    by_id = engine.store.messages_by_id
+
+    def recorded(ids):
+        looked_up.append(list(ids))
+        return by_id(looked_up[-1])
+
+    monkeypatch.setattr(engine.store, "messages_by_id", recorded)
+    answer = call(engine, "lcm_grep", {"pattern": "stays", "scope": "messages"})
+    assert answer["count"] == 1 and looked_up == []  # an answer, not a call
+    both = call(engine, "lcm_grep", {"pattern": "timeout", "scope": "messages"})
+    assert len(looked_up) == 1
+    hits = {r["snippet"]: r for r in both["results"]}
+    assert hits["the timeout stays"].get("tool_results") is None
+    call_hit = next(r for r in both["results"] if r["snippet"] != "the timeout stays")
+    assert call_hit["tool_results"][0]["snippet"] == "patch applied"
+    engine.dispose()
