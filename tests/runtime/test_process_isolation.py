@@ -42,10 +42,12 @@ def plugins_dir(tmp_path: Path) -> Path:
     return path
 
 
-def isolation_config(plugins_dir: Path, isolation: str, **extra: str) -> LoadedConfig:
+def isolation_config(
+    plugins_dir: Path, isolation: str, hook_timeout: float = HOOK_TIMEOUT, **extra: str
+) -> LoadedConfig:
     text = (
         f'[plugins]\ndirectory = "{plugins_dir}"\n'
-        f"[compression]\nhook_timeout_seconds = {HOOK_TIMEOUT}\n"
+        f"[compression]\nhook_timeout_seconds = {hook_timeout}\n"
         "context_timeout_seconds = 30\n" + isolation
     )
     for name, value in extra.items():
@@ -57,12 +59,15 @@ def isolation_config(plugins_dir: Path, isolation: str, **extra: str) -> LoadedC
 def make_host(tmp_path, plugins_dir):
     hosts: list[ContextHost] = []
 
-    def make(engine: object, isolation: str, **kwargs) -> ContextHost:
+    def make(
+        engine: object, isolation: str, hook_timeout: float = HOOK_TIMEOUT, **kwargs
+    ) -> ContextHost:
+        """A host; ``hook_timeout`` short by default, so a stuck call ends quickly."""
         host = ContextHost(
             engine,
             model="gpt-4",
             context_length=8192,
-            config=isolation_config(plugins_dir, isolation),
+            config=isolation_config(plugins_dir, isolation, hook_timeout),
             store_path=tmp_path / "transcripts.db",
             data_dir=tmp_path / "data",
             quarantine=QuarantineLog(tmp_path / "quarantine.jsonl"),
@@ -85,7 +90,9 @@ def one_turn(session, text: str = "ping") -> None:
 
 
 def tool(session) -> dict:
-    return json.loads(session.call_engine_tool("where", {}))
+    answer = json.loads(session.call_engine_tool("where", {}))
+    assert "pid" in answer, answer  # an error (a timeout on a loaded machine) says which
+    return answer
 
 
 def gone(pid: int) -> bool:
@@ -336,7 +343,8 @@ def test_sub_agents_get_workers_and_a_rollback_is_called_back(make_host):
 
 
 def test_closing_the_host_stops_every_worker(make_host):
-    host = make_host("stuck", '[isolation]\nmode = "process"\n')
+    # Nothing here is meant to time out: a loaded machine must not turn a call into one.
+    host = make_host("stuck", '[isolation]\nmode = "process"\n', hook_timeout=30.0)
     sessions = [host.open_session(f"s{i}") for i in range(2)]
     pids = [tool(s)["pid"] for s in sessions] + [host.engine.worker_pid]
     sessions[0].end()

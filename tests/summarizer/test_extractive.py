@@ -193,9 +193,10 @@ def test_a_100k_token_input_is_fast(service, counter):
         msgs.append({"role": "user", "content": f"Check part {start}."})
         msgs.append({"role": "assistant", "content": "\n".join(lines[start : start + 40])})
     assert counter.count_messages(msgs) > 100_000
-    started = time.perf_counter()
+    # CPU time, not wall time: the suite runs on every core, next to other tests.
+    started = time.process_time()
     result = service.summarize(msgs, 3000)
-    elapsed = time.perf_counter() - started
+    elapsed = time.process_time() - started
     assert result.output_tokens <= 3000
     assert elapsed < 2.0  # about 0.5 s on the 2-core CI machine; the benchmark tracks < 1 s
 
