@@ -193,6 +193,7 @@ class LcmEngine(ContextEngine):
     def _forget_caches(self) -> None:
         self._checked = None
         self._last_assembly = None
+        self._expansion = None
         self._items = None
         self._stored_uids = set()
         self._rendered = {}
