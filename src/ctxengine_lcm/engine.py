@@ -37,6 +37,7 @@ from ctxengine_host.tokens import message_digest
 from ._version import __version__
 from .assembly import (
     SYSTEM_PROMPT_ADDITION,
+    expand_summaries,
     fit_to_budget,
     merge_leading,
     system_prompt_addition,
@@ -103,6 +104,10 @@ class LcmEngine(ContextEngine):
         self._shortened: dict[tuple[Any, int], Message] = {}
         #: Summary id -> (first uid, last uid) of the messages it covers.
         self._spans: dict[int, tuple[str, str] | None] = {}
+        #: Condensed summary id -> its source summaries as context items (never change).
+        #: The summaries opened at assembly: (summary ids, replacements, extra tokens).
+        self._expansion: tuple[tuple[int, ...], dict[int, list[ContextItem]], int] | None = None
+        self._sources: dict[int, list[ContextItem]] = {}
         #: Exact token counts of the rendered messages, by object id (they live in _rendered).
         self._rendered_tokens: dict[int, int] = {}
         #: Token counts of other messages (system prompt, merged summaries), by text.
@@ -188,6 +193,7 @@ class LcmEngine(ContextEngine):
     def _forget_caches(self) -> None:
         self._checked = None
         self._last_assembly = None
+        self._expansion = None
         self._items = None
         self._stored_uids = set()
         self._rendered = {}
@@ -400,12 +406,13 @@ class LcmEngine(ContextEngine):
         items = self._context_items(conversation)
         if not items:
             return None
-        rendered = self._render(items)
-        self._shorten_task(items, rendered, budget)
         if self._addition_tokens is None:
             self._addition_tokens = self.context.count_tokens(SYSTEM_PROMPT_ADDITION)  # the longer
         if budget < 1 << 61:
             self._room = max(1, budget - self._addition_tokens - _count_head(head, self.context))
+            items = self._expanded(items, budget)
+        rendered = self._render(items)
+        self._shorten_task(items, rendered, budget)
         summaries = {
             id(m): i.ref_id for m, i in zip(rendered, items, strict=True) if i.kind == "summary"
         }
@@ -439,6 +446,46 @@ class LcmEngine(ContextEngine):
         )
         self._last_assembly = (key, head, result)
         return _fresh_copy(result)
+
+    def _expanded(self, items: list[ContextItem], budget: int) -> list[ContextItem]:
+        """The items with condensed summaries opened into their sources as far as the
+        request stays under the compaction threshold (a request past it would start a
+        compaction each turn), up to ``summary_budget_fraction`` of the budget; a margin
+        of ``EXPAND_MARGIN`` of the budget is left for what the count here does not see
+        (tool schemas, the stored counts' placeholder ids)."""
+        ceiling = min(self._compaction_threshold() or self._room, self._room)
+        spare = ceiling - sum(i.token_count for i in items) - int(budget * EXPAND_MARGIN)
+        room = min(spare, int(budget * self.settings.summary_budget_fraction))
+        summaries = [i for i in items if i.kind == "summary"]
+        key = tuple(i.ref_id for i in summaries)
+        held = self._expansion
+        # The choice is kept while it still fits: it changes when a compaction changes the
+        # summaries or the context outgrows it, not with every message (each change is a
+        # new summary message to count).
+        if held is None or held[0] != key or held[2] > max(room, 0):
+            opened, extra = expand_summaries(summaries, room, self._summary_sources)
+            held = self._expansion = (key, opened, extra)
+        if not held[1]:
+            return items
+        opened = held[1]
+        return [
+            shown
+            for i in items
+            for shown in (opened.get(i.ref_id, [i]) if i.kind == "summary" else [i])
+        ]
+
+    def _summary_sources(self, item: ContextItem) -> list[ContextItem]:
+        """A condensed summary's source summaries as context items (cached: never change)."""
+        if item.ref_id not in self._sources:
+            if len(self._sources) > 4_096:
+                self._sources.clear()
+            kind, ids = self.store.summary_source_ids(item.ref_id)
+            found = self.store.summaries_by_id(ids) if kind == "condensed" else {}
+            self._sources[item.ref_id] = [
+                ContextItem(item.ordinal, "summary", s.id, s.token_count, s.depth, "")
+                for s in (found[i] for i in ids if i in found)
+            ]
+        return self._sources[item.ref_id]
 
     def _shorten_task(self, items: list[ContextItem], rendered: list[Message], budget: int) -> None:
         """Swap in a shortened copy of the task (the newest user message) when it takes more
@@ -833,6 +880,10 @@ def _measure_list_overhead(count: Callable[[Any], int]) -> int | None:
     if count([a, b]) != count(a) + count(b) + overhead or count([]) != overhead:
         return None
     return overhead
+
+
+#: Share of the budget left free when condensed summaries are opened at assembly.
+EXPAND_MARGIN = 0.05
 
 
 def _count_head(head: list[Message], context: EngineContext) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from conftest import (
     count_tokens,
@@ -221,3 +222,46 @@ def test_a_task_over_a_quarter_of_the_budget_is_sent_shortened(tmp_path, databas
     assert sent["content"].startswith("Fix the parser.") and sent["content"].endswith("suite.")
     assert count_tokens(sent) <= 6000 // 4 * 1.1
     assert result.estimated_tokens <= 6000
+
+
+def _summary(ref_id: int, depth: int, tokens: int):
+    from ctxengine_lcm.store import ContextItem
+
+    return ContextItem(0, "summary", ref_id, tokens, depth, "")
+
+
+def test_condensed_summaries_open_deepest_first_within_the_room():
+    from ctxengine_lcm.assembly import expand_summaries
+
+    # sum 1 (depth 2) holds sums 2 and 3 (depth 1); sum 3 holds leaves 4 and 5.
+    tree = {
+        1: [_summary(2, 1, 60), _summary(3, 1, 70)],
+        3: [_summary(4, 0, 50), _summary(5, 0, 50)],
+    }
+    top, newer = _summary(1, 2, 100), _summary(6, 1, 80)
+    sources = lambda item: tree.get(item.ref_id, [])  # noqa: E731
+    opened, extra = expand_summaries([top, newer], 0, sources)
+    assert opened == {} and extra == 0  # no room: the context's own summaries
+    opened, extra = expand_summaries([top, newer], 30, sources)
+    assert [s.ref_id for s in opened[1]] == [2, 3] and extra == 30
+    # More room opens the next level under the same origin; a summary without sources
+    # (sum 6 here) stays itself.
+    opened, extra = expand_summaries([top, newer], 60, sources)
+    assert [s.ref_id for s in opened[1]] == [2, 4, 5] and extra == 60 and 6 not in opened
+
+
+def test_spare_room_shows_the_summaries_under_a_condensed_one(tmp_path, database):
+    """A request with room below the compaction threshold carries the finer summaries
+    instead of their condensation, and still declares what it covers."""
+    engine = make_engine(tmp_path, database=database, summary_budget_fraction=0.05)
+    history = drive(engine, 120)
+    conversation = engine.store.conversation(engine._conversation())
+    items = engine.store.context_items(conversation.id)
+    condensed = [i.ref_id for i in items if i.kind == "summary" and i.depth > 0]
+    assert condensed, "the sweep condensed nothing: the test shows nothing"
+    engine.update_model("gpt-4", 100_000)  # a larger window: room below its threshold
+    sent = engine.select_context(history, budget_tokens=60_000)
+    ids = {int(m) for m in re.findall(r"\[Summary sum_(\d+) ", sent.messages[1]["content"])}
+    assert not ids & set(condensed)  # each condensed summary shown as its sources
+    assert sent.estimated_tokens == count_tokens(sent.messages)
+    assert len(sent.covers) == len(ids)
