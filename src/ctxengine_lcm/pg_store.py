@@ -372,27 +372,7 @@ class PgLcmStore(StoreCommon):
     ) -> None:
         if not batch:
             return
-        columns = list(
-            zip(
-                *[
-                    (
-                        m.message_uid,
-                        m.role,
-                        m.content,
-                        m.extra_json,
-                        m.tool_call_id,
-                        m.tool_name,
-                        m.token_count,
-                        m.context_tokens,
-                        m.externalized,
-                        m.created_at,
-                        m.digest,
-                    )
-                    for m in batch
-                ],
-                strict=True,
-            )
-        )
+        columns = list(zip(*[m.columns() for m in batch], strict=True))
         conn.execute(
             "INSERT INTO lcm_messages(conversation_id, seq, message_uid, role, content, "
             "extra_json, tool_call_id, tool_name, token_count, context_tokens, externalized, "

@@ -408,24 +408,7 @@ class SqliteStore(StoreCommon):
     ) -> Appended:
         """Rows, full-text entries and context items for ``fresh`` at free seq/ordinal slots."""
         last_seq = first_seq + len(fresh) - 1
-        rows = [
-            (
-                conversation_id,
-                first_seq + n,
-                m.message_uid,
-                m.role,
-                m.content,
-                m.extra_json,
-                m.tool_call_id,
-                m.tool_name,
-                m.token_count,
-                m.context_tokens,
-                int(m.externalized),
-                m.created_at,
-                m.digest,
-            )
-            for n, m in enumerate(fresh)
-        ]
+        rows = [(conversation_id, first_seq + n, *m.columns()) for n, m in enumerate(fresh)]
         insert = (
             "INSERT INTO messages(conversation_id, seq, message_uid, role, content, "
             "extra_json, tool_call_id, tool_name, token_count, context_tokens, "

@@ -34,6 +34,15 @@ class NewMessage:
     #: identity is (uid, digest), so a new version under a known uid is stored too.
     digest: str = ""
 
+    def columns(self) -> tuple[Any, ...]:
+        """The fields in order, as the stores' message columns take them (``astuple``
+        would deep-copy; ingest builds one such row per message)."""
+        return (
+            self.message_uid, self.role, self.content, self.extra_json, self.tool_call_id,
+            self.tool_name, self.token_count, self.context_tokens, self.externalized,
+            self.created_at, self.digest,
+        )  # fmt: skip
+
 
 @dataclass(frozen=True)
 class StoredMessage:

@@ -99,22 +99,7 @@ def appended(
         for (ordinal, ref), m in zip(sorted(item_rows, key=tuple), fresh, strict=True)
     ]
     stored = [  # positional: a keyword call through vars() costs twice as much per row
-        StoredMessage(
-            i.ref_id,
-            conversation_id,
-            first_seq + n,
-            m.message_uid,
-            m.role,
-            m.content,
-            m.extra_json,
-            m.tool_call_id,
-            m.tool_name,
-            m.token_count,
-            m.context_tokens,
-            m.externalized,
-            m.created_at,
-            m.digest,
-        )
+        StoredMessage(i.ref_id, conversation_id, first_seq + n, *m.columns())
         for n, (i, m) in enumerate(zip(items, fresh, strict=True))
     ]
     return Appended(tuple(stored), tuple(items), version)
