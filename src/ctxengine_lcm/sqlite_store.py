@@ -606,7 +606,7 @@ class SqliteStore(StoreCommon):
                 rows = self._conn.execute(sql, [fts_query, *scope_params, limit]).fetchall()
         kind: Literal["message", "summary"] = "message" if target == "messages" else "summary"
         return [
-            SearchHit(  # type: ignore[misc]
+            SearchHit(  # type: ignore[misc, call-arg]  # mypy cannot count the splat
                 kind, *r[:7], float(r[7]), tool_call=None if r[8] is None else bool(r[8])
             )
             for r in rows

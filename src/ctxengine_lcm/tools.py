@@ -355,8 +355,8 @@ class ToolRunner:
                     access.conversation_ids, expansion.expression, target, since, until,
                     wanted, True, cfg.grep_relevance_window, cfg.grep_whole_text_chars, preview,
                 )  # fmt: skip
-            found = {(h.kind, h.id) for h in hits}
-            result["_expanded_only"] = {(h.kind, h.id) for h in extra} - found
+            seen = {(h.kind, h.id) for h in hits}
+            result["_expanded_only"] = {(h.kind, h.id) for h in extra} - seen
             hits = merge_candidates(hits, extra)
             result["_fts_query_expanded"] = expansion.combined(query.expression)
         terms = query_terms(query.operands)
