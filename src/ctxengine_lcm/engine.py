@@ -104,9 +104,9 @@ class LcmEngine(ContextEngine):
         self._shortened: dict[tuple[Any, int], Message] = {}
         #: Summary id -> (first uid, last uid) of the messages it covers.
         self._spans: dict[int, tuple[str, str] | None] = {}
-        #: Condensed summary id -> its source summaries as context items (never change).
         #: The summaries opened at assembly: (summary ids, replacements, extra tokens).
         self._expansion: tuple[tuple[int, ...], dict[int, list[ContextItem]], int] | None = None
+        #: Condensed summary id -> its source summaries as context items (never change).
         self._sources: dict[int, list[ContextItem]] = {}
         #: Exact token counts of the rendered messages, by object id (they live in _rendered).
         self._rendered_tokens: dict[int, int] = {}
