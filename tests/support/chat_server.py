@@ -19,6 +19,16 @@ from typing import Any
 Answer = Callable[[dict[str, Any], int], tuple[dict[str, Any], dict[str, int]]]
 
 
+class ProviderError(Exception):
+    """Raised by an answer: the request is answered with ``status`` and ``{"error": error}``,
+    as a provider refuses one (a context overflow, a rate limit)."""
+
+    def __init__(self, status: int, error: dict[str, Any]) -> None:
+        super().__init__(error.get("message", status))
+        self.status = status
+        self.error = error
+
+
 def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
     """The ``usage`` object of a completion."""
     return {
@@ -110,6 +120,9 @@ class ChatServer:
                 number = server._next_number()
                 try:
                     message, tokens = server.answer(payload, number)
+                except ProviderError as refusal:
+                    self._json(refusal.status, {"error": refusal.error})
+                    return
                 except Exception as exc:  # the script itself is broken: say so
                     self._json(500, {"error": {"message": repr(exc)}})
                     return

@@ -7,7 +7,7 @@ import json
 import openai
 import pytest
 
-from tests.support.chat_server import ChatServer, usage
+from tests.support.chat_server import ChatServer, ProviderError, usage
 
 
 def _answer(body: dict, number: int) -> tuple[dict, dict[str, int]]:
@@ -64,3 +64,12 @@ def test_a_broken_script_is_a_server_error_not_a_hang():
         pytest.raises(openai.InternalServerError, match="script bug"),
     ):
         _client(server).chat.completions.create(model="m", messages=[])
+
+
+def test_a_provider_refusal_reaches_the_sdk_with_its_status_and_code():
+    def overflow(body: dict, number: int) -> tuple[dict, dict[str, int]]:
+        raise ProviderError(400, {"message": "too long", "code": "context_length_exceeded"})
+
+    with ChatServer(overflow) as server, pytest.raises(openai.BadRequestError) as caught:
+        _client(server).chat.completions.create(model="m", messages=[])
+    assert caught.value.status_code == 400 and caught.value.code == "context_length_exceeded"
