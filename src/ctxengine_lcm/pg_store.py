@@ -509,6 +509,24 @@ class PgLcmStore(StoreCommon):
             for r in rows
         ]
 
+    def match_counts(
+        self, target: Literal["messages", "summaries"], operands: Sequence[str], cap: int
+    ) -> list[int]:
+        """How many texts of every session match each of ``operands``, each counted up to
+        ``cap`` (one statement)."""
+        if not operands:
+            return []
+        table = "lcm_messages" if target == "messages" else "lcm_summaries"
+        counts, params = [], []
+        for operand in operands:
+            query_sql, phrases = ts_query_sql(operand)
+            counts.append(
+                f"(SELECT count(*) FROM (SELECT 1 FROM {table} WHERE tsv @@ {query_sql} "
+                "LIMIT %s) c)"
+            )
+            params += [*phrases, cap]
+        return [int(n) for n in self._search("SELECT " + ", ".join(counts), params)[0]]
+
     def snippets(
         self,
         target: Literal["messages", "summaries"],

@@ -12,8 +12,9 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -561,18 +562,19 @@ class SqliteStore(StoreCommon):
             if target == "messages"
             else f"bm25({fts})"
         )
-        long_text = (
-            f"substr({alias}.content, 1, {int(preview_chars)})"
-            if preview_chars is not None
-            else f"snippet({fts}, 0, '', '', '…', {_SNIPPET_TOKENS})"
-        )
-        select = (
-            f"SELECT {alias}.id, {alias}.conversation_id, {alias}.{time_column}, "
-            f"CASE WHEN length({alias}.content) <= {int(whole_chars)} THEN {alias}.content "
-            f"ELSE {long_text} END, {extra}, {score}, {call} "
-            f"FROM {fts} JOIN {table} {alias} ON {alias}.id = {fts}.rowid "
-            f"WHERE {fts} MATCH ? AND {scope}"
-        )
+        # A long text: its beginning; newest first without a preview, the store's snippet
+        # (read in the same statement; by relevance, asked for the rows kept afterwards).
+        beginning = f"substr({alias}.content, 1, {int(preview_chars or whole_chars)})"
+        snippet = f"snippet({fts}, 0, '', '', '…', {_SNIPPET_TOKENS})"
+
+        def columns(long_text: str) -> str:
+            return (
+                f"{alias}.id, {alias}.conversation_id, {alias}.{time_column}, CASE WHEN "
+                f"length({alias}.content) <= {int(whole_chars)} THEN {alias}.content "
+                f"ELSE {long_text} END, {extra}"
+            )
+
+        joined = f"FROM {fts} JOIN {table} {alias} ON {alias}.id = {fts}.rowid"
 
         def window(query: str) -> Any:
             # Rank only the newest matches: bm25 over every match of a common term would
@@ -588,46 +590,68 @@ class SqliteStore(StoreCommon):
             if probe is None:
                 return None
             return self._conn.execute(
-                f"SELECT {fts}.rowid FROM {fts} JOIN {table} {alias} "
-                f"ON {alias}.id = {fts}.rowid WHERE {fts} MATCH ? AND {scope} "
+                f"SELECT {fts}.rowid {joined} WHERE {fts} MATCH ? AND {scope} "
                 f"ORDER BY {fts}.rowid DESC LIMIT 1 OFFSET ?",
                 (query, *scope_params, relevance_window - 1),
             ).fetchone()
 
+        def ranked(query: str) -> list[Any]:
+            # The matches are ranked on their ids and scores alone, and only the best
+            # ``limit`` are read whole: a sort would carry every column of every match,
+            # and a column stored after a long text costs a read through the text.
+            floor = window(query)
+            sql = (
+                f"WITH top AS MATERIALIZED (SELECT {fts}.rowid AS id, {score} AS score "
+                f"{joined} WHERE {fts} MATCH ? AND {scope}"
+                + (f" AND {fts}.rowid >= ?" if floor else "")
+                + f" ORDER BY 2 LIMIT ?) SELECT {columns(beginning)}, top.score, "
+                f"{call} FROM top JOIN {table} {alias} ON {alias}.id = top.id ORDER BY top.score"
+            )
+            params = [query, *scope_params, *([floor[0]] if floor else []), limit]
+            return self._conn.execute(sql, params).fetchall()
+
         with self._lock:
             if by_relevance:
-                rows = self._ranked(select, fts, fts_query, scope_params, limit, window)
+                rows = ranked(fts_query)
                 if all_terms:  # holding every word: in the pool whatever its bm25
-                    every = self._ranked(select, fts, all_terms, scope_params, limit, window)
+                    every = ranked(all_terms)
                     ids = {r[0] for r in every}
                     rows = [*every, *(r for r in rows if r[0] not in ids)][:limit]
             else:
-                sql = select + f" ORDER BY {fts}.rowid DESC LIMIT ?"
+                sql = (
+                    f"SELECT {columns(snippet if preview_chars is None else beginning)}, "
+                    f"{score}, {call} {joined} WHERE {fts} MATCH ? AND {scope} "
+                    f"ORDER BY {fts}.rowid DESC LIMIT ?"
+                )
                 rows = self._conn.execute(sql, [fts_query, *scope_params, limit]).fetchall()
         kind: Literal["message", "summary"] = "message" if target == "messages" else "summary"
-        return [
+        hits = [
             SearchHit(  # type: ignore[misc, call-arg]  # mypy cannot count the splat
                 kind, *r[:7], float(r[7]), tool_call=None if r[8] is None else bool(r[8])
             )
             for r in rows
         ]
+        if by_relevance and preview_chars is None:
+            long_ids = [h.id for h in hits if len(h.text) >= whole_chars]
+            found = self.snippets(target, fts_query, long_ids, whole_chars) if long_ids else {}
+            hits = [replace(h, text=found[h.id]) if h.id in found else h for h in hits]
+        return hits
 
-    def _ranked(
-        self,
-        select: str,
-        fts: str,
-        fts_query: str,
-        scope_params: list[Any],
-        limit: int,
-        window: Callable[[str], Any],
-    ) -> list[Any]:
-        """The best ``limit`` rows of ``select`` for ``fts_query`` by bm25 among its newest
-        ``relevance_window`` matches."""
-        floor = window(fts_query)
-        sql = select + (f" AND {fts}.rowid >= ?" if floor else "")
-        sql += " ORDER BY 8 LIMIT ?"
-        params = [fts_query, *scope_params, *([floor[0]] if floor else []), limit]
-        return self._conn.execute(sql, params).fetchall()
+    def match_counts(
+        self, target: Literal["messages", "summaries"], operands: Sequence[str], cap: int
+    ) -> list[int]:
+        """How many texts of every session match each of ``operands``, each counted up to
+        ``cap`` (one statement; a common term costs ``cap`` index entries, not its all)."""
+        if not operands:
+            return []
+        fts = "messages_fts" if target == "messages" else "summaries_fts"
+        one = f"(SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT ?))"
+        params = [value for operand in operands for value in (operand, cap)]
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT " + ", ".join([one] * len(operands)), params
+            ).fetchone()
+        return list(row)
 
     def snippets(
         self,

@@ -249,6 +249,9 @@ class LcmStore(Protocol):
         preview_chars: int | None = None,
         all_terms: str | None = None,
     ) -> list[SearchHit]: ...
+    def match_counts(
+        self, target: Literal["messages", "summaries"], operands: Sequence[str], cap: int
+    ) -> list[int]: ...
     def snippets(
         self,
         target: Literal["messages", "summaries"],

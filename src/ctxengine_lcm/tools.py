@@ -24,6 +24,7 @@ from .query import expand_query, merge_candidates
 from .ranking import exact_pattern, fold_similar, query_terms, rerank
 from .render import iso_time, message_ref, summary_ref, verbatim_message
 from .search import (
+    FtsQuery,
     QuerySyntaxError,
     WorkBudget,
     fts_query,
@@ -31,6 +32,7 @@ from .search import (
     regex_cost_problem,
     regex_scan,
 )
+from .seeds import Seeds, choose_seeds
 from .snippets import term_snippet
 from .store import Grant, LcmStore, SearchHit, StoredMessage, StoredSummary
 
@@ -320,22 +322,27 @@ class ToolRunner:
             if by_relevance and not query.explicit and len(query.operands) > 1
             else None
         )
-        hits: list[SearchHit] = []
-        # The targets whose matches of the words as written did not fill their pool.
-        short: list[SearchTarget] = []
-        for target in targets:
-            if not budget.spend():
-                break
-            # Summaries get a quarter of the slots shown (_messages_first): a quarter of the pool.
-            pool = wanted if target == "messages" or not by_relevance else max(limit, wanted // 4)
-            found = self.store.search_fulltext(
-                access.conversation_ids, query.expression, target, since, until, pool,
-                by_relevance, cfg.grep_relevance_window, cfg.grep_whole_text_chars, preview,
-                all_terms=every,
-            )  # fmt: skip
-            if len(found) < pool:
-                short.append(target)
-            hits += found
+        # Summaries get a quarter of the slots shown (_messages_first): a quarter of the pool.
+        pools = {
+            t: wanted if t == "messages" or not by_relevance else max(limit, wanted // 4)
+            for t in targets
+        }
+
+        def searcher(target: SearchTarget, pool: int) -> Callable[..., list[SearchHit]]:
+            def search(
+                expression: str, all_terms: str | None = None, window: int = 0
+            ) -> list[SearchHit]:
+                return self.store.search_fulltext(
+                    access.conversation_ids, expression, target, since, until, pool,
+                    by_relevance, max(window, cfg.grep_relevance_window),
+                    cfg.grep_whole_text_chars, preview, all_terms=all_terms,
+                )  # fmt: skip
+
+            return search
+
+        searches = {target: searcher(target, pool) for target, pool in pools.items()}
+        seeds = self._seeds(query, pools, budget) if by_relevance and not query.explicit else None
+        hits, short = self._matches(query, seeds, pools, searches, limit, every, budget)
         result["matched"] = "as written" if query.explicit else "any term"
         result["_fts_query"] = query.expression
         if not by_relevance:
@@ -375,6 +382,61 @@ class ToolRunner:
         written = [exact_pattern(text, prefix) for text, prefix in terms]
         others = [exact_pattern(text, False) for group in alternatives for text, _ in group]
         return self._with_snippets(shown, snippets_for, (written, others), budget), similar
+
+    def _seeds(
+        self, query: FtsQuery, pools: dict[SearchTarget, int], budget: WorkBudget
+    ) -> Seeds | None:
+        """The rarest terms of a plain query, whose matches in the history (messages and
+        summaries together: a summary restates its messages) fit the pools (seeds.py)."""
+        pool = sum(pools.values())
+        counts = [0] * len(query.operands)
+        for target in pools:
+            if not budget.spend():
+                return None
+            found = self.store.match_counts(target, query.operands, pool + 1)
+            counts = [a + b for a, b in zip(counts, found, strict=True)]
+        return choose_seeds(query.operands, counts, pool)
+
+    def _matches(
+        self,
+        query: FtsQuery,
+        seeds: Seeds | None,
+        pools: dict[SearchTarget, int],
+        searches: dict[SearchTarget, Callable[..., list[SearchHit]]],
+        limit: int,
+        every: str | None,
+        budget: WorkBudget,
+    ) -> tuple[list[SearchHit], list[SearchTarget]]:
+        """The candidates to rank, and the targets whose matches of the words as written
+        are fewer than their pool holds (alternatives are searched there as well).
+
+        With seeds, every match of the rare terms is a candidate, however old. Without
+        (even the rarest term matches more than the pools hold), or when the rare terms
+        found fewer than ``limit`` while a common one was left out, the newest matches of
+        the whole query are candidates too, with the matches holding every term
+        (``every``) from the whole history."""
+        hits: list[SearchHit] = []
+        short: list[SearchTarget] = []
+        if seeds is not None:
+            for target, search in searches.items():
+                if not budget.spend():
+                    return hits, short
+                # Every match of the seeds is ranked: no window of newest ones.
+                found = search(seeds.expression, window=seeds.total)
+                if not seeds.skipped and len(found) < pools[target]:
+                    short.append(target)
+                hits += found
+            if not seeds.skipped or len(hits) >= limit:
+                return hits, short
+        seen = {(h.kind, h.id) for h in hits}
+        for target, search in searches.items():
+            if not budget.spend():
+                break
+            newest = search(query.expression, all_terms=every)
+            if len(newest) < pools[target]:
+                short.append(target)
+            hits += [h for h in newest if (h.kind, h.id) not in seen]
+        return hits, short
 
     def _with_snippets(
         self,

@@ -1,0 +1,47 @@
+"""Which query terms find ``lcm_grep``'s candidates: the rare ones.
+
+Ranking every match of a common term costs time in proportion to the history (a word of
+one in twenty messages matches 5,000 of 100,000), and ranking only the newest matches
+loses old facts whose words recur later. A natural-language query mixes both kinds of
+words, and the message it is after holds its rarest ones: those are the terms that
+find the candidates. The terms are taken rarest first while all their matches fit the
+rerank pool, so the pool holds every match of every term taken, however old; the common
+terms left out still count in reranking (a candidate holding them ranks higher) but
+find nothing of their own. Counting a term's matches stops past the pool's size, so a
+common term costs as little to count as a rare one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Seeds:
+    """The operands that find the candidates, joined as an expression."""
+
+    expression: str
+    #: True when some operand with matches was left out (too common to fit the pool).
+    skipped: bool
+    #: Matches of the operands taken, added up (at most the pool's size).
+    total: int
+
+
+def choose_seeds(operands: Sequence[str], counts: Sequence[int], pool: int) -> Seeds | None:
+    """The rarest ``operands`` whose ``counts`` (matches, capped above ``pool``) add up to
+    at most ``pool``; None when even the rarest matches more than the pool holds or no
+    operand matches anything (the caller then ranks the newest matches of the whole query)."""
+    taken: list[str] = []
+    total = 0
+    for count, operand in sorted(zip(counts, operands, strict=True), key=lambda pair: pair[0]):
+        if count == 0:
+            continue
+        if total + count > pool:
+            break
+        taken.append(operand)
+        total += count
+    if not taken:
+        return None
+    matching = sum(1 for count in counts if count > 0)
+    return Seeds(" OR ".join(taken), len(taken) < matching, total)
