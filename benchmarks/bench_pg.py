@@ -7,7 +7,7 @@ Opt-in (not a test); needs the server on 127.0.0.1:5432 (``--server`` to change)
    ``bench_lcm_scale.py`` (N messages, compacting while building), one SQLite file and one
    PostgreSQL database, then times on each in turn (so machine load hits both alike):
    ``select_context`` after a new message, ``lcm_grep`` full text (rare term), relevance
-   (common term) and regex. Target: PostgreSQL within 3x of SQLite (wall time: the
+   (common term), keyword (``<word> service key``, as ``bench_peer`` asks) and regex. Target: PostgreSQL within 3x of SQLite (wall time: the
    server's work counts).
 2. Turns per second with 1, 2 and 4 host processes on one database (transcripts and LCM
    on PostgreSQL, 4 sessions per process, the host's extractive summarizer), to see where
@@ -82,6 +82,9 @@ def side_by_side(
             common = {"pattern": scale.COMMON_TERM, "limit": 50, "sort": "relevance"}
             out = timer.time("grep_relevance", lambda e=engine, a=common: scale.grep(e, a))
             assert out["count"] >= 40, (name, out)
+            word, _ = scale.fact_keywords(i % scale.FACTS)
+            keyword = {"pattern": f"{word} service key", "limit": 10}
+            timer.time("grep_keyword", lambda e=engine, a=keyword: scale.grep(e, a))
             regex = {"pattern": r"zqxrare\d", "mode": "regex", "limit": 5, "scope": "messages"}
             timer.time("grep_regex", lambda e=engine, a=regex: scale.grep(e, a))
     for name, engine in engines.items():

@@ -32,6 +32,22 @@ def test_an_old_message_holding_every_word_outranks_a_window_of_later_matches(tm
     engine.dispose()
 
 
+def test_an_old_message_holding_the_rare_words_is_found_without_holding_every_word(
+    tmp_path, database
+):
+    """The rarest words find the candidates: an old fact missing one query word, whose
+    other word recurs in more later messages than the relevance window holds."""
+    engine = make_engine(tmp_path, database=database, session="s", grep_relevance_window=100)
+    fact = "PASS: the amber service answers K007Z"
+    later = [f"handler {n}: amber lint clean, retry {n}" for n in range(600)]
+    ingest(engine, "s", [fact, *later])
+    out = json.loads(
+        engine.handle_tool_call("lcm_grep", {"pattern": "amber service key", "limit": 10})
+    )
+    assert out["results"][0]["snippet"] == fact
+    engine.dispose()
+
+
 def test_a_tool_output_holding_every_word_is_in_the_pool_however_low_its_bm25(tmp_path, database):
     """Short messages holding one query word outscore a long tool output holding all of
     them (bm25 favours short texts; tool outputs weigh less): more of them than the pool
