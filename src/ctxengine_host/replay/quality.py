@@ -74,11 +74,15 @@ def task_statement(messages: list[dict[str, Any]]) -> str:
 
 
 def summary_text(session: list[dict[str, Any]], final: list[dict[str, Any]]) -> list[str]:
-    """Lines the engine wrote: non-system final messages that are not session messages."""
+    """Lines the engine wrote: non-system final messages that are not session messages.
+
+    Tool-role messages are skipped: an output the engine pruned or shortened is still
+    in the tool's voice, not a summary speaking as the user or the system.
+    """
     originals = {message_text(m) for m in session}
     lines: list[str] = []
     for message in final:
-        if message.get("role") == "system":
+        if message.get("role") in ("system", "tool"):
             continue
         text = message_text(message)
         if text in originals:
