@@ -7,8 +7,8 @@ Opt-in (not a test); needs the server on 127.0.0.1:5432 (``--server`` to change)
    ``bench_lcm_scale.py`` (N messages, compacting while building), one SQLite file and one
    PostgreSQL database, then times on each in turn (so machine load hits both alike):
    ``select_context`` after a new message, ``lcm_grep`` full text (rare term), relevance
-   (common term), keyword (``<word> service key``, as ``bench_peer`` asks) and regex. Target: PostgreSQL within 3x of SQLite (wall time: the
-   server's work counts).
+   (common term), keyword (``<word> service key``, as ``bench_peer`` asks) and regex.
+   Target: PostgreSQL within 3x of SQLite (wall time: the server's work counts).
 2. Turns per second with 1, 2 and 4 host processes on one database (transcripts and LCM
    on PostgreSQL, 4 sessions per process, the host's extractive summarizer), to see where
    throughput stops growing on this machine.
