@@ -65,11 +65,12 @@ def test_rare_term_grep_and_assembly_round_trips(pg_database, tmp_path, monkeypa
         with counter as sql:
             found = tool(engine, "lcm_grep", args)
         assert found["count"] == 3
-        # Scope and grants; the search with each hit's covering summary and whether it is
-        # a tool call; the search for the query's alternatives (`value3` is also looked for
-        # as `value 3`, query.py: its words found fewer hits than the pool holds). The hits
-        # are answers, not tool calls: no look-up of call results.
-        assert len(sql) == 3, "\n".join(q[:90] for q in sql)
+        # Scope and grants; each word's match count (seeds.py: the rare words find the
+        # candidates); the search with each hit's covering summary and whether it is a tool
+        # call; the search for the query's alternatives (`value3` is also looked for as
+        # `value 3`, query.py: its words found fewer hits than the pool holds). The hits are
+        # answers, not tool calls: no look-up of call results.
+        assert len(sql) == 4, "\n".join(q[:90] for q in sql)
         assert not any("lcm_messages WHERE id = ANY" in q for q in sql), sql
         with counter as sql:
             found = tool(
