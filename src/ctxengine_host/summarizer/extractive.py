@@ -8,12 +8,16 @@ errors, outcomes, open tasks), by the identifiers it carries (paths, URLs,
 rare words (few units of the new content use them) and by the focus topic.
 Listing rows, totals and test-runner banners are never worth a line.
 
-The summary has the sections of :mod:`.structure`: the task in the user's own
-words is pinned (it takes up to ``TASK_SHARE`` of the budget before anything
-else), documents the framework injected become one line of context each, the
-files read and edited and the symbols involved are kept as three short lines
-(:mod:`.files`), tool output is quoted, and open items that a later outcome
-closed are dropped.
+The summary has the sections of :mod:`.structure`: the task's opening in the
+user's own words is pinned (it takes up to ``TASK_SHARE`` of the budget before
+anything else, and is the first line of the Task section, so a later merge
+finds it again), documents the framework injected become one line of context
+each, the files read and edited and the symbols involved are kept as three
+short lines (:mod:`.files`), tool output is quoted and cut shorter than other
+text, and open items that a later outcome closed are dropped. The user's later
+requests compete like other units; once a summary carried them they are
+history and weigh as much as the assistant's words, so a rolling summary keeps
+the facts the user stated but not every step they asked for.
 
 Units are chosen greedily by value per token. Values only fall as the choice
 grows (an identifier counts once, a rare word already chosen counts a little,
@@ -44,6 +48,8 @@ from .render import labelled_pieces
 
 #: Units longer than this are cut into chunks.
 MAX_UNIT_CHARS = 280
+#: Tool output is cut shorter: a long log or listing line holds one fact and a tail.
+MAX_TOOL_UNIT_CHARS = 160
 #: Aggressive mode keeps units shorter.
 AGGRESSIVE_UNIT_CHARS = 160
 #: Characters per token used for estimates (on the safe side for code and identifiers).
@@ -57,11 +63,14 @@ MIN_NOTE_VALUE = 3.0
 #: Each unit already taken from the same message divides a unit's value by ``1 + this``.
 SAME_MESSAGE_DECAY = 0.5
 
-#: The task (the first user message's opening units, and the user's lines in the Task
-#: section of earlier summaries) is kept first, in order, within this share of the budget.
+#: The task's opening (the first user message's opening units, or the first line of an
+#: earlier summary's Task section) is kept first, in order, within this share of the budget.
 TASK_SHARE = 0.06
 #: The task's opening units (sentences or lines) are pinned; the rest compete like others.
 TASK_UNITS = 4
+#: A request an earlier summary carried (a user line of its Task section after the
+#: opening) is history: it weighs as much as the assistant's words, not the user's.
+CARRIED_REQUEST_WEIGHT = 0.8
 #: A tool line of a few words that states a distinctive value (``Version: 3.3.7``, an
 #: address, a key=value) is what later questions ask about; this raises it over the
 #: tool-output bar (log and history lines, longer, do not get it).
@@ -215,13 +224,17 @@ def make_unit(
     terms: tuple[str, ...],
     from_previous: bool = False,
     section: str | None = None,
+    weight: float | None = None,
 ) -> Unit:
-    """Score one unit (all but the parts that depend on coverage and word rarity)."""
+    """Score one unit (all but the parts that depend on coverage and word rarity);
+    ``weight`` replaces the source's weight."""
     features = extract(text)
     found, cues = features.idents, features.cues
     kinds = {kind for kind, _ in found}
-    kind_of_source = source.split(" ", 1)[0]
-    weight = SOURCE_WEIGHTS.get(kind_of_source, TOOL_WEIGHT if source.startswith("tool") else 1.0)
+    if weight is None:
+        kind_of_source = source.split(" ", 1)[0]
+        default = TOOL_WEIGHT if source.startswith("tool") else 1.0
+        weight = SOURCE_WEIGHTS.get(kind_of_source, default)
     base = weight + sum(CUE_WEIGHTS[c] for c in cues)
     if source != "user" and "constraint" in cues:
         base -= CUE_WEIGHTS["constraint"] / 2
@@ -270,17 +283,33 @@ def _parsed_units(
     previous: bool,
 ) -> list[Unit]:
     """Units of a summary (a previous one, or those a condensed summary merges), each
-    keeping its section; its file lines go back into ``ledger``."""
+    keeping its section; its file lines go back into ``ledger``.
+
+    The first line of the (first) Task section is the task's opening: pinned. The
+    user's later lines there are requests already summarized: they compete with
+    ``CARRIED_REQUEST_WEIGHT``.
+    """
     units: list[Unit] = []
+    opening_seen = False
     for line in st.parse_lines(text):
         if line.section == st.FILES and ledger.merge_line(line.text):
             continue
-        for piece in split_units(line.text, max_chars):
-            unit = make_unit(piece, line.source, first + len(units), terms, previous, line.section)
+        in_task = line.section == st.TASK and line.source in ("user", "note")
+        opening, opening_seen = in_task and not opening_seen, opening_seen or in_task
+        weight = CARRIED_REQUEST_WEIGHT if in_task and not opening else None
+        for piece in split_units(line.text, _unit_chars(line.source, max_chars)):
+            unit = make_unit(
+                piece, line.source, first + len(units), terms, previous, line.section, weight
+            )
             unit.group = -1 - first - len(units)
-            unit.pinned = unit.section == st.TASK and line.source in ("user", "note")
+            unit.pinned = opening
             units.append(unit)
     return units
+
+
+def _unit_chars(source: str, max_chars: int) -> int:
+    """How long a unit from ``source`` may be (tool output is cut shorter)."""
+    return min(max_chars, MAX_TOOL_UNIT_CHARS) if source.startswith("tool") else max_chars
 
 
 def _content_units(
@@ -289,8 +318,10 @@ def _content_units(
     max_chars: int,
     ledger: FileLedger,
     first: int,
+    has_task: bool = False,
 ) -> list[Unit]:
-    """Units of the new content; the first user message is the task (pinned)."""
+    """Units of the new content; unless a previous summary gave the task (``has_task``),
+    the first user message is the task (its opening pinned)."""
     if isinstance(content, str) and st.is_structured(content):
         return _parsed_units(content, terms, max_chars, ledger, first, previous=False)
     units: list[Unit] = []
@@ -300,14 +331,14 @@ def _content_units(
         if source.startswith("context"):
             pieces = [_document_digest(source.split(" ", 1)[1], text)]
         else:
-            pieces = split_units(text, max_chars)
+            pieces = split_units(text, _unit_chars(source, max_chars))
         if source == "call":
             last_paths = ledger.call(text.split("(", 1)[0], text)
         elif source.startswith("tool"):
             ledger.output(text, last_paths)
         elif source == "assistant":
             ledger.mentioned(text)
-        elif source == "user" and task_group is None:
+        elif source == "user" and task_group is None and not has_task:
             task_group = group
         section = st.FILES if source == "call" and last_paths else None
         for number, piece in enumerate(pieces):
@@ -360,7 +391,8 @@ def collect(
     terms = focus_terms(focus_topic)
     ledger = FileLedger()
     units = _parsed_units(previous, terms, max_chars, ledger, 0, True) if previous else []
-    units += _content_units(content, terms, max_chars, ledger, len(units))
+    has_task = any(unit.pinned for unit in units)
+    units += _content_units(content, terms, max_chars, ledger, len(units), has_task)
     frequency = Counter(word for unit in units if not unit.from_previous for word in unit.words)
     latest_text: dict[str, int] = {}
     latest_key: dict[str, tuple[int, str]] = {}
@@ -444,12 +476,18 @@ def render_summary(
     units: list[Unit], focus_topic: str | None, ledger: FileLedger | None = None
 ) -> str:
     """The sections of :mod:`.structure`, units chronological inside each; the files and
-    symbols of ``ledger`` first in theirs (those no unit names)."""
+    symbols of ``ledger`` first in theirs (those no unit names). The task's opening (the
+    pinned units) is one line, the first of its section, so a later merge finds it."""
     said = "\n".join(u.text for u in units)
     files = ledger.lines(said) if ledger else []
     sections: dict[str, list[str]] = {st.FILES: [f"- {line}" for line in files]}
+    opening = [u for u in units if u.pinned and u.section == st.TASK]
+    if opening:
+        text = " ".join(u.text for u in opening)
+        sections[st.TASK] = [st.render_line(opening[0].source, text)]
     for unit in units:
-        sections.setdefault(unit.section, []).append(st.render_line(unit.source, unit.text))
+        if not (unit.pinned and unit.section == st.TASK):
+            sections.setdefault(unit.section, []).append(st.render_line(unit.source, unit.text))
     return st.render(sections, focus_topic)
 
 
