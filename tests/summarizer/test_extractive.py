@@ -213,3 +213,58 @@ def test_listings_and_banners_alone_give_one_line_not_a_raw_truncation(service):
     result = service.summarize(messages, 200)
     assert result.level == 0 and "-rw-r--r--" not in result.text
     assert result.text.endswith("- nothing worth keeping in these tool outputs (shell: 1)")
+
+
+def test_rolling_merges_keep_the_task_section_bounded_and_the_opening_verbatim(service):
+    """A summary merged into the next one, compaction after compaction: the task's opening
+    stays the Task section's first line, word for word; the user's later requests do not
+    pile up there; a fact the user stated in the first span is still kept at the end."""
+    opening = (
+        "The billing export drops rows for tenants with a trailing space in their name. "
+        "Find out why and fix it."
+    )
+    verbs = ["tidy", "profile", "document", "split", "rename", "audit", "inline", "retype"]
+    previous = None
+    sizes = []
+    for span in range(14):
+        messages = [{"role": "user", "content": opening}] if span == 0 else []
+        if span == 0:
+            messages.append(
+                {"role": "user", "content": "Note that the staging replica listens on :6543."}
+            )
+        for step in range(4):
+            path = f"src/billing/part_{span}_{step}.py"
+            verb = verbs[(span + step) % len(verbs)]
+            messages.append(
+                {"role": "user", "content": f"Next, look at {path} and {verb} the row handling."}
+            )
+            messages.append({"role": "assistant", "content": f"Done with {path}; tests pass."})
+        previous = service.summarize(messages, 3000, previous=previous).text
+        task = previous.split("## ", 2)[1].splitlines()
+        assert task[:2] == ["Task (the user's words)", f"- user: {opening}"]
+        sizes.append(len(task) - 1)
+    assert ":6543" in previous
+    # bounded: the newest requests and the user's fact, not every span's (before: 59 lines)
+    assert max(sizes) <= 12 and sizes[-1] == sizes[-4], sizes
+
+
+def test_tool_output_lines_are_cut_shorter_than_other_text(service):
+    """A long log line holds one fact and a tail: tool units stop at 160 characters."""
+    call = {"id": "c1", "type": "function", "function": {"name": "shell", "arguments": "{}"}}
+    log = (
+        "Key lines: 08:04:53 ERROR ingest.tenant prune_expired_task snapshot=930 lease "
+        "QX-7781 expired before the reconcile step | 08:05:18 ERROR ingest.invoice "
+        "acquire_sparse_cursor manifest=819 stream stayed expired until store_dirty_entry "
+        "returned and the worker gave up"
+    )
+    user = "Note that the reconcile worker runs every night " * 5
+    messages = [
+        {"role": "user", "content": user.strip()},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": log},
+        *_noise(20),
+    ]
+    text = service.summarize(messages, 400).text
+    quoted = [line.split(': "', 1)[1] for line in text.splitlines() if "- tool shell:" in line]
+    assert "QX-7781" in text and quoted and max(len(q) for q in quoted) <= 161
+    assert any(len(line) > 200 for line in text.splitlines() if line.startswith("- user:"))
