@@ -24,8 +24,12 @@ class LcmConfig(BaseModel):
     #: (so two applications sharing one database never share a session's history); set
     #: it to name the owner yourself (letters, digits and ``._:/@-``).
     namespace: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,199}$")
-    #: Raw messages at the end of the context that compaction never touches.
-    fresh_tail_messages: int = Field(64, ge=1)
+    #: Raw messages at the end of the context that compaction never touches. With the
+    #: summaries at their budget, the tail must leave a sweep room to reach its target:
+    #: otherwise every sweep stops above it, the next one comes a few turns later with a
+    #: small chunk, and the extra leaves are condensed more levels deep (each level drops
+    #: facts). 64 messages of a typical agent turn filled the tail's token cap (issue #16).
+    fresh_tail_messages: int = Field(24, ge=1)
     #: The fresh tail stops growing at this share of the threshold (the newest user turn is
     #: always kept whole).
     fresh_tail_max_fraction: float = Field(0.5, gt=0, le=1)
