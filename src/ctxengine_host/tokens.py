@@ -18,6 +18,7 @@ from typing import Any
 from ._moved import moved_attribute
 from .contract.messages import content_text, strip_persistence_fields
 from .contract.models import PERSISTENCE_ONLY_FIELDS
+from .paragraph_tokens import ParagraphTokens
 from .shapes.chat import BRIDGE_FIELDS, METADATA_FIELDS
 from .shapes.parts import CHAT_PART_TYPES, extra_text, media_tokens
 from .word_tokens import WordTokens
@@ -84,6 +85,7 @@ class TokenCounter:
         self._lock = threading.Lock()
         self._encoder: Any = None
         self._words: WordTokens | None = None
+        self._paragraphs = ParagraphTokens(self._count_piece)
         self._message_cache: dict[tuple[str, str], int] = {}
         #: Counts by text: the host and an engine count the same message (its copies share
         #: the string objects, whose hash Python keeps), so the second count is a look-up.
@@ -113,8 +115,8 @@ class TokenCounter:
         if len(text) > LONG_TEXT_CHARS:
             n = self._estimate_long(text)
         else:
-            words = self._word_tokens.count(text)
-            n = len(self._encode(text)) if words is None else words
+            paragraphs = self._paragraphs.count(text)
+            n = self._count_piece(text) if paragraphs is None else paragraphs
         if self.estimate_factor is not None:
             n = max(1, round(n * self.estimate_factor))
         if len(text) <= TEXT_CACHE_MAX_CHARS:
@@ -122,6 +124,12 @@ class TokenCounter:
                 self._text_cache.clear()
             self._text_cache[text] = n
         return n
+
+    def _count_piece(self, text: str) -> int:
+        """The exact count of ``text`` (before any estimate factor): from per-word counts
+        for prose, else tiktoken's."""
+        words = self._word_tokens.count(text)
+        return len(self._encode(text)) if words is None else words
 
     @property
     def _word_tokens(self) -> WordTokens:
