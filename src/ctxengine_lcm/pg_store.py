@@ -435,14 +435,15 @@ class PgLcmStore(StoreCommon):
         until: float | None,
         limit: int,
         by_relevance: bool,
-        relevance_window: int,
+        relevance_window: int | None,
         whole_chars: int = 1000,
         preview_chars: int | None = None,
         all_terms: str | None = None,
     ) -> list[SearchHit]:
         """Matches newest first, or ranked among the newest ``relevance_window`` matches
-        together with the newest ``relevance_window`` matches of ``all_terms`` (every term
-        required: rare, so it reaches back through the whole history cheaply);
+        (None: every match, ``LIMIT NULL``) together with the newest ``relevance_window``
+        matches of ``all_terms`` (every term required: rare, so it reaches back through the
+        whole history cheaply);
         long texts as a headline, or as their first ``preview_chars`` characters when given
         (``ts_headline`` parses the whole text: ask :meth:`snippets` for the hits shown).
 
@@ -510,21 +511,24 @@ class PgLcmStore(StoreCommon):
         ]
 
     def match_counts(
-        self, target: Literal["messages", "summaries"], operands: Sequence[str], cap: int
+        self, targets: Sequence[Literal["messages", "summaries"]], operands: Sequence[str], cap: int
     ) -> list[int]:
-        """How many texts of every session match each of ``operands``, each counted up to
-        ``cap`` (one statement)."""
-        if not operands:
+        """How many texts of every session in ``targets`` match each of ``operands``, each
+        target counted up to ``cap`` (one statement)."""
+        if not operands or not targets:
             return []
-        table = "lcm_messages" if target == "messages" else "lcm_summaries"
+        tables = ["lcm_messages" if t == "messages" else "lcm_summaries" for t in targets]
         counts, params = [], []
         for operand in operands:
             query_sql, phrases = ts_query_sql(operand)
             counts.append(
-                f"(SELECT count(*) FROM (SELECT 1 FROM {table} WHERE tsv @@ {query_sql} "
-                "LIMIT %s) c)"
+                " + ".join(
+                    f"(SELECT count(*) FROM (SELECT 1 FROM {table} WHERE tsv @@ {query_sql} "
+                    "LIMIT %s) c)"
+                    for table in tables
+                )
             )
-            params += [*phrases, cap]
+            params += [value for _ in tables for value in (*phrases, cap)]
         return [int(n) for n in self._search("SELECT " + ", ".join(counts), params)[0]]
 
     def snippets(

@@ -18,6 +18,8 @@ backend's ranking function uses.
 
 from __future__ import annotations
 
+import bisect
+import functools
 import math
 import re
 from collections.abc import Sequence
@@ -69,12 +71,9 @@ def rerank(
         return []
     alts = [list(alternatives[i]) if i < len(alternatives) else [] for i in range(len(terms))]
     flat = [*terms, *((text, False) for group in alts for text, _ in group)]
-    patterns = [exact_pattern(text, prefix) for text, prefix in flat]
-    needles = [_needle(text) for text, _ in flat]
-    holds = [_held(h.text, patterns, needles) for h in hits]
+    holds = _holdings([h.text for h in hits], flat)
     weights = [
-        math.log((len(hits) + 1) / (sum(row[i] for row in holds) + 0.5))
-        for i in range(len(patterns))
+        math.log((len(hits) + 1) / (sum(column) + 0.5)) for column in zip(*holds, strict=True)
     ]
     total_weight = sum(weights[: len(terms)]) or 1.0
     # The columns of each term's alternatives in ``flat``, with their factors.
@@ -145,31 +144,71 @@ def _needle(term: str) -> str | None:
     return first if first.isascii() else None
 
 
-def _held(
-    text: str, patterns: Sequence[re.Pattern[str]], needles: Sequence[str | None]
-) -> list[bool]:
-    """Which terms ``text`` holds exactly. A plain substring test first (C speed) rules out
-    most; the word-boundary regex confirms the rest. The needles are ASCII: lowercasing
-    (with the two letters the regex also folds to ASCII ones, dotless i and long s) then
-    agrees with the regex's case folding, so the test never rules out a real match."""
-    if text.isascii():
-        lowered, aligned = text.lower(), True
-    else:
-        lowered = text.lower()
-        for letter, ascii_letter in _ASCII_FOLDS:  # str.replace: C speed, unlike translate
-            lowered = lowered.replace(letter, ascii_letter)
-        # Each character lowercased to one: the regex can start at the needle.
-        aligned = len(lowered) == len(text)
-    held = []
-    for pattern, needle in zip(patterns, needles, strict=True):
+def _holdings(texts: Sequence[str], terms: Sequence[tuple[str, bool]]) -> list[list[bool]]:
+    """Which of ``terms`` ((text, is_prefix), lowercased) each text holds exactly, one row
+    per text. The texts are joined and each term's needle looked for in the lowercased
+    whole (C speed). Where it occurs, a single word needs only a non-word character (or
+    the edge) on both sides, what the regex's lookarounds test; other terms, the regex
+    anchored there. A text found holding a term is skipped to the next. The needles are
+    ASCII: lowercasing (with the two letters the regex also folds to ASCII ones, dotless
+    i and long s) then agrees with the regex's case folding, so no real match is missed.
+    A text whose lowercase changes length (positions would not line up) is matched on
+    its own, by the regexes alone."""
+    patterns = [exact_pattern(text, prefix) for text, prefix in terms]
+    needles = [_needle(text) for text, _ in terms]
+    held = [[False] * len(terms) for _ in texts]
+    aligned: list[int] = []
+    for index, text in enumerate(texts):
+        if text.isascii() or len(_folded(text)) == len(text):
+            aligned.append(index)
+        else:
+            held[index] = [pattern.search(text) is not None for pattern in patterns]
+    joined = "\n".join(texts[i] for i in aligned)  # a non-word separator: no word spans two
+    lowered = _folded(joined)
+    starts, offset = [], 0
+    for index in aligned:
+        starts.append(offset)
+        offset += len(texts[index]) + 1
+    for column, (pattern, needle) in enumerate(zip(patterns, needles, strict=True)):
         if needle is None:
-            held.append(pattern.search(text) is not None)
+            for index in aligned:
+                held[index][column] = pattern.search(texts[index]) is not None
             continue
-        start = lowered.find(needle)
-        held.append(start >= 0 and pattern.search(text, start if aligned else 0) is not None)
+        text, prefix = terms[column]
+        word = not prefix and needle == text
+        at = lowered.find(needle)
+        while at >= 0:
+            slot = bisect.bisect_right(starts, at) - 1
+            end = starts[slot] + len(texts[aligned[slot]])
+            after = at + len(needle)
+            if (
+                (at == 0 or not _is_word(joined[at - 1]))
+                and (after == len(joined) or not _is_word(joined[after]))
+                if word
+                else pattern.match(joined, at, end) is not None
+            ):
+                held[aligned[slot]][column] = True
+                at = lowered.find(needle, end + 1)
+            else:
+                at = lowered.find(needle, at + 1)
     return held
 
 
+def _is_word(character: str) -> bool:
+    """What the regex's word class matches: a letter or digit of any script, or ``_``."""
+    return character.isalnum() or character == "_"
+
+
+def _folded(text: str) -> str:
+    """``text`` lowercased with the letters the regex folds to ASCII ones made ASCII."""
+    lowered = text.lower()
+    if not text.isascii():
+        for letter, ascii_letter in _ASCII_FOLDS:  # str.replace: C speed, unlike translate
+            lowered = lowered.replace(letter, ascii_letter)
+    return lowered
+
+
+@functools.lru_cache(maxsize=1024)
 def exact_pattern(text: str, prefix: bool) -> re.Pattern[str]:
     """``text`` as whole words, any case and any separators between them (a prefix: the
     last word may go on)."""

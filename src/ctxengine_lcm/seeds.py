@@ -24,8 +24,6 @@ class Seeds:
     expression: str
     #: True when some operand with matches was left out (too common to fit the pool).
     skipped: bool
-    #: Matches of the operands taken, added up (at most the pool's size).
-    total: int
 
 
 def choose_seeds(operands: Sequence[str], counts: Sequence[int], pool: int) -> Seeds | None:
@@ -44,4 +42,4 @@ def choose_seeds(operands: Sequence[str], counts: Sequence[int], pool: int) -> S
     if not taken:
         return None
     matching = sum(1 for count in counts if count > 0)
-    return Seeds(" OR ".join(taken), len(taken) < matching, total)
+    return Seeds(" OR ".join(taken), len(taken) < matching)

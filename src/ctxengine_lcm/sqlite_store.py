@@ -531,7 +531,7 @@ class SqliteStore(StoreCommon):
         until: float | None,
         limit: int,
         by_relevance: bool,
-        relevance_window: int,
+        relevance_window: int | None,
         whole_chars: int = 1000,
         preview_chars: int | None = None,
         all_terms: str | None = None,
@@ -540,7 +540,8 @@ class SqliteStore(StoreCommon):
         as their first ``preview_chars`` characters when given (cheaper: a caller that
         ranks many hits and shows few asks :meth:`snippets` for the ones it shows).
 
-        By relevance, bm25 ranks the newest ``relevance_window`` matches. The matches of
+        By relevance, bm25 ranks the newest ``relevance_window`` matches (None: every match,
+        for a caller that counted them and found them few). The matches of
         ``all_terms`` (the query with every term required), ranked the same way over the
         whole history, come first in the pool, so a message holding every word is a
         candidate however old it is, however often its words recur later and however low
@@ -583,6 +584,8 @@ class SqliteStore(StoreCommon):
             # caller's own out of it. Fewer matches than the window in the whole index
             # (the usual case) need no floor: that probe walks the index alone, without
             # reading a row per match.
+            if relevance_window is None:
+                return None
             probe = self._conn.execute(
                 f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
                 (query, relevance_window - 1),
@@ -638,15 +641,19 @@ class SqliteStore(StoreCommon):
         return hits
 
     def match_counts(
-        self, target: Literal["messages", "summaries"], operands: Sequence[str], cap: int
+        self, targets: Sequence[Literal["messages", "summaries"]], operands: Sequence[str], cap: int
     ) -> list[int]:
-        """How many texts of every session match each of ``operands``, each counted up to
-        ``cap`` (one statement; a common term costs ``cap`` index entries, not its all)."""
-        if not operands:
+        """How many texts of every session in ``targets`` match each of ``operands``, each
+        target counted up to ``cap`` (one statement; a common term costs ``cap`` index
+        entries per target, not its all)."""
+        if not operands or not targets:
             return []
-        fts = "messages_fts" if target == "messages" else "summaries_fts"
-        one = f"(SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT ?))"
-        params = [value for operand in operands for value in (operand, cap)]
+        tables = ["messages_fts" if t == "messages" else "summaries_fts" for t in targets]
+        one = " + ".join(
+            f"(SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT ?))"
+            for fts in tables
+        )
+        params = [value for operand in operands for _ in tables for value in (operand, cap)]
         with self._lock:
             row = self._conn.execute(
                 "SELECT " + ", ".join([one] * len(operands)), params

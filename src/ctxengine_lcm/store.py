@@ -244,13 +244,13 @@ class LcmStore(Protocol):
         until: float | None,
         limit: int,
         by_relevance: bool,
-        relevance_window: int,
+        relevance_window: int | None,
         whole_chars: int = 1000,
         preview_chars: int | None = None,
         all_terms: str | None = None,
     ) -> list[SearchHit]: ...
     def match_counts(
-        self, target: Literal["messages", "summaries"], operands: Sequence[str], cap: int
+        self, targets: Sequence[Literal["messages", "summaries"]], operands: Sequence[str], cap: int
     ) -> list[int]: ...
     def snippets(
         self,

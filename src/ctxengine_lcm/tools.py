@@ -330,11 +330,11 @@ class ToolRunner:
 
         def searcher(target: SearchTarget, pool: int) -> Callable[..., list[SearchHit]]:
             def search(
-                expression: str, all_terms: str | None = None, window: int = 0
+                expression: str, all_terms: str | None = None, every_match: bool = False
             ) -> list[SearchHit]:
                 return self.store.search_fulltext(
                     access.conversation_ids, expression, target, since, until, pool,
-                    by_relevance, max(window, cfg.grep_relevance_window),
+                    by_relevance, None if every_match else cfg.grep_relevance_window,
                     cfg.grep_whole_text_chars, preview, all_terms=all_terms,
                 )  # fmt: skip
 
@@ -388,13 +388,10 @@ class ToolRunner:
     ) -> Seeds | None:
         """The rarest terms of a plain query, whose matches in the history (messages and
         summaries together: a summary restates its messages) fit the pools (seeds.py)."""
+        if not budget.spend():
+            return None
         pool = sum(pools.values())
-        counts = [0] * len(query.operands)
-        for target in pools:
-            if not budget.spend():
-                return None
-            found = self.store.match_counts(target, query.operands, pool + 1)
-            counts = [a + b for a, b in zip(counts, found, strict=True)]
+        counts = self.store.match_counts(list(pools), query.operands, pool + 1)
         return choose_seeds(query.operands, counts, pool)
 
     def _matches(
@@ -421,8 +418,9 @@ class ToolRunner:
             for target, search in searches.items():
                 if not budget.spend():
                     return hits, short
-                # Every match of the seeds is ranked: no window of newest ones.
-                found = search(seeds.expression, window=seeds.total)
+                # Every match of the seeds is ranked (they were counted: few), without
+                # looking for a window of newest ones.
+                found = search(seeds.expression, every_match=True)
                 if not seeds.skipped and len(found) < pools[target]:
                     short.append(target)
                 hits += found

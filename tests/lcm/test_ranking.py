@@ -63,12 +63,18 @@ def test_folding_keeps_the_best_member_and_lists_the_rest_in_order():
 
 
 def test_the_substring_prefilter_agrees_with_the_exact_word_regex():
-    """The fast test rules out only what the regex would not match (#17)."""
-    from ctxengine_lcm.ranking import _held, _needle, exact_pattern
+    """The needle search over the joined texts rules out only what the regex would not
+    match, and no match spans two texts (#17)."""
+    from ctxengine_lcm.ranking import _holdings, exact_pattern
 
-    terms = [("service", False), ("key", False), ("servic", True), ("service key", False)]
+    terms = [
+        ("service", False),
+        ("key", False),
+        ("servic", True),
+        ("service key", False),
+        ("ключ", False),
+    ]
     patterns = [exact_pattern(t, p) for t, p in terms]
-    needles = [_needle(t) for t, _ in terms]
     texts = [
         "The SERVICE key is here",
         "services keyed",
@@ -76,6 +82,36 @@ def test_the_substring_prefilter_agrees_with_the_exact_word_regex():
         "KEY: Service-Key",
         "nothing here",
         "ключ service",
+        "a monkey and a key",
+        "ends with service",
+        "key starts this one",
+        "\u0130stanbul service key",  # lowercases to two characters: matched on its own
+        "",
     ]
-    for text in texts:
-        assert _held(text, patterns, needles) == [p.search(text) is not None for p in patterns]
+    expected = [[p.search(text) is not None for p in patterns] for text in texts]
+    assert _holdings(texts, terms) == expected
+
+
+def test_the_joined_needle_search_agrees_with_the_regex_on_random_texts():
+    """Random texts of query words, near misses, case, separators and folding letters."""
+    import random
+
+    from ctxengine_lcm.ranking import _holdings, exact_pattern
+
+    rng = random.Random(17)
+    vocabulary = ["service", "Services", "key", "KEY", "monkey", "ser", "servic", "\u017fervice",
+                  "keys", "x_key", "key_x", "\u0130d", "ключ", "9key", "key9",
+                  "\u212aey", "ke\u0131", "keyé", "ékey"]  # fmt: skip
+    separators = [" ", "-", ", ", "\n", "_", "", "  ", ".", "/"]
+    terms = [("service", False), ("key", False), ("servic", True), ("service key", False),
+             ("key service", False), ("ключ", False)]  # fmt: skip
+    patterns = [exact_pattern(t, p) for t, p in terms]
+    for _ in range(300):
+        texts = [
+            "".join(
+                rng.choice(vocabulary) + rng.choice(separators) for _ in range(rng.randint(0, 6))
+            )
+            for _ in range(rng.randint(1, 8))
+        ]
+        expected = [[p.search(text) is not None for p in patterns] for text in texts]
+        assert _holdings(texts, terms) == expected, texts

@@ -9,13 +9,13 @@ def test_the_rarest_terms_are_taken_while_their_matches_fit_the_pool():
     seeds = choose_seeds(['"amber"', '"service"', '"key"'], [401, 50, 60], pool=400)
     assert seeds is not None
     assert seeds.expression == '"service" OR "key"'
-    assert seeds.total == 110 and seeds.skipped
+    assert seeds.skipped
 
 
 def test_terms_that_all_fit_are_all_taken_and_nothing_is_skipped():
     seeds = choose_seeds(['"a"', '"b"'], [10, 20], pool=400)
     assert seeds is not None and seeds.expression == '"a" OR "b"'  # rarest first
-    assert not seeds.skipped and seeds.total == 30
+    assert not seeds.skipped
 
 
 def test_a_term_without_matches_is_neither_taken_nor_skipped():
