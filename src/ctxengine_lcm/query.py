@@ -142,10 +142,15 @@ class Alternative:
 @dataclass(frozen=True)
 class Expansion:
     """The alternatives of each term of a query (by the term, lowercased) and the
-    expression that finds them, None when there is none."""
+    operands that find them (each once)."""
 
     alternatives: dict[str, tuple[Alternative, ...]]
-    expression: str | None
+    operands: tuple[str, ...]
+
+    @property
+    def expression(self) -> str | None:
+        """The operands joined by ``OR``; None when there is none."""
+        return " OR ".join(self.operands) if self.operands else None
 
     def of(self, terms: Sequence[tuple[str, bool]]) -> list[list[tuple[str, float]]]:
         """(text, factor) of the alternatives of each of ``terms`` (ranking's terms)."""
@@ -164,7 +169,7 @@ def expand_query(query: FtsQuery) -> Expansion:
     is searched as written)."""
     terms = [_plain(operand) for operand in query.operands]
     if query.explicit:
-        return Expansion({}, None)
+        return Expansion({}, ())
     taken = {t.lower() for t in terms if t}
     # Per term, by kind in order of priority: when the cap is reached, joins go first.
     kinds: list[list[list[Alternative]]] = [[[], [], [], []] for _ in terms]
@@ -196,7 +201,7 @@ def expand_query(query: FtsQuery) -> Expansion:
             mine.append(alt)
         key = operand[1:-1].replace('""', '"').lower()  # as ranking.query_terms reads it
         kept.setdefault(key, tuple(mine))
-    return Expansion(kept, " OR ".join(operands) if operands else None)
+    return Expansion(kept, tuple(operands))
 
 
 def merge_candidates(

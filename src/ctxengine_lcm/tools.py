@@ -20,7 +20,7 @@ from ctxengine_host.contract.messages import tool_call_ids
 
 from .calls import decoded_calls
 from .config import LcmConfig
-from .query import expand_query, merge_candidates
+from .query import Expansion, expand_query, merge_candidates
 from .ranking import exact_pattern, fold_similar, query_terms, rerank
 from .render import iso_time, message_ref, summary_ref, verbatim_message
 from .search import (
@@ -353,15 +353,8 @@ class ToolRunner:
         # they filled it, the history holds the query in its own words; the alternatives
         # still count in the reranking of the pool).
         expansion = expand_query(query)
-        if expansion.expression is not None and short:
-            extra: list[SearchHit] = []
-            for target in short:
-                if not budget.spend():
-                    break
-                extra += self.store.search_fulltext(
-                    access.conversation_ids, expansion.expression, target, since, until,
-                    wanted, True, cfg.grep_relevance_window, cfg.grep_whole_text_chars, preview,
-                )  # fmt: skip
+        if expansion.operands and short:
+            extra = self._alternative_matches(expansion, short, pools, searches, budget)
             seen = {(h.kind, h.id) for h in hits}
             result["_expanded_only"] = {(h.kind, h.id) for h in extra} - seen
             hits = merge_candidates(hits, extra)
@@ -393,6 +386,33 @@ class ToolRunner:
         pool = sum(pools.values())
         counts = self.store.match_counts(list(pools), query.operands, pool + 1)
         return choose_seeds(query.operands, counts, pool)
+
+    def _alternative_matches(
+        self,
+        expansion: Expansion,
+        short: list[SearchTarget],
+        pools: dict[SearchTarget, int],
+        searches: dict[SearchTarget, Callable[..., list[SearchHit]]],
+        budget: WorkBudget,
+    ) -> list[SearchHit]:
+        """Every match of the rarest alternatives that fit the pools of ``short``, as the
+        query's own words are chosen (seeds.py). An alternative too common to fit finds
+        nothing of its own: it ranks below the words as written anyway, so its newest
+        matches would cost a pool's reranking and rarely reach the page; it still counts
+        in the reranking of the candidates found."""
+        if not budget.spend():
+            return []
+        pool = sum(pools[target] for target in short)
+        counts = self.store.match_counts(short, expansion.operands, pool + 1)
+        seeds = choose_seeds(expansion.operands, counts, pool)
+        found: list[SearchHit] = []
+        if seeds is None:
+            return found
+        for target in short:
+            if not budget.spend():
+                break
+            found += searches[target](seeds.expression, every_match=True)
+        return found
 
     def _matches(
         self,

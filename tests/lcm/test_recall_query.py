@@ -144,6 +144,28 @@ def test_the_alternatives_are_searched_only_where_the_words_leave_the_pool_short
     engine.dispose()
 
 
+def test_an_alternative_too_common_for_the_pool_is_not_searched(tmp_path, database, monkeypatch):
+    """Alternatives are chosen as the query's words are (seeds.py): every match of those
+    that fit the pool, none of one that overflows it, so a synonym that is a common word
+    costs a count, not a ranking of its newest matches (#17)."""
+    engine = make_engine(tmp_path, database=database, grep_rerank_pool=3)
+    texts = ["release 1 of the driver", *(f"version bump {n}" for n in range(12))]
+    engine.ingest("s1", [{"role": "user", "content": t, "message_uid": uid()} for t in texts])
+    searched: list[str] = []
+    search = engine.store.search_fulltext
+
+    def recorded(conversation_ids, expression, *args, **kwargs):
+        searched.append(expression)
+        return search(conversation_ids, expression, *args, **kwargs)
+
+    monkeypatch.setattr(engine.store, "search_fulltext", recorded)
+    out = call(engine, "lcm_grep", {"pattern": "release", "scope": "messages", "limit": 3})
+    # One match, short of the pool: the alternatives are counted; "version" overflows it.
+    assert searched[0] == '"release"' and not any('"version"' in e for e in searched[1:])
+    assert [r["snippet"] for r in out["results"]] == ["release 1 of the driver"]
+    engine.dispose()
+
+
 def test_only_a_tool_call_hit_has_its_results_looked_up(tmp_path, database, monkeypatch):
     engine = make_engine(tmp_path, database=database)
     edit = tool_call("edit_file", {"path": "exports.toml", "patch": "+timeout = 120\n"})
