@@ -207,8 +207,23 @@ def _upgrade_v2(conn: sqlite3.Connection) -> None:
     conn.execute(trigger[0] if trigger else _MESSAGES_FTS_DELETE)
 
 
+#: Version 3: the optional semantic index (semantic.py), one float16 vector a message,
+#: filled lazily by searches; empty while ``semantic_index`` is off.
+_SCHEMA_V3 = """
+CREATE TABLE message_vectors(
+    conversation_id INTEGER NOT NULL,
+    message_id INTEGER NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY(conversation_id, message_id)
+) WITHOUT ROWID;
+CREATE TRIGGER message_vectors_delete AFTER DELETE ON messages BEGIN
+    DELETE FROM message_vectors WHERE conversation_id = old.conversation_id
+        AND message_id = old.id;
+END;
+"""
+
 #: Append a step for every change of the stored data; never edit an old one.
-LCM_SQLITE_SCHEMA = SqliteSchema("lcm", (_SCHEMA_V1, _upgrade_v2))
+LCM_SQLITE_SCHEMA = SqliteSchema("lcm", (_SCHEMA_V1, _upgrade_v2, _SCHEMA_V3))
 SCHEMA_VERSION = str(LCM_SQLITE_SCHEMA.latest)
 
 #: SQLite's page cache per connection, KiB.
@@ -747,6 +762,50 @@ class SqliteStore(StoreCommon):
         return self._read(sql, params)
 
     # Sub-agent grants.
+
+    # The semantic index (semantic.VectorStore).
+
+    def unembedded_messages(
+        self, conversation_id: int, newest: int, limit: int, chars: int
+    ) -> list[tuple[int, str]]:
+        """(id, first ``chars`` characters) of up to ``limit`` of the conversation's newest
+        ``newest`` messages that have no vector yet, newest first."""
+        return self._read(
+            "SELECT m.id, substr(m.content, 1, ?) FROM "
+            "(SELECT id, content FROM messages WHERE conversation_id = ? "
+            "ORDER BY seq DESC LIMIT ?) m "
+            "WHERE NOT EXISTS (SELECT 1 FROM message_vectors v "
+            "WHERE v.conversation_id = ? AND v.message_id = m.id) LIMIT ?",
+            (chars, conversation_id, newest, conversation_id, limit),
+        )
+
+    def put_message_vectors(self, rows: Sequence[tuple[int, int, bytes]]) -> None:
+        """Store (message id, conversation id, vector) rows; a known message keeps its own."""
+        with self._tx() as conn:
+            conn.executemany(
+                "INSERT OR IGNORE INTO message_vectors(message_id, conversation_id, vector) "
+                "VALUES (?, ?, ?)",
+                rows,
+            )
+
+    def message_vectors(
+        self,
+        conversation_ids: Sequence[int],
+        since: float | None,
+        until: float | None,
+        limit: int,
+    ) -> list[tuple[int, bytes]]:
+        """(message id, vector) of the newest ``limit`` vectors of the conversations whose
+        messages were stored in [since, until]."""
+        if not conversation_ids:
+            return []
+        scope, params = self._scope_sql("m", conversation_ids, since, until)
+        return self._read(
+            "SELECT v.message_id, v.vector FROM message_vectors v JOIN messages m "
+            f"ON m.id = v.message_id AND m.conversation_id = v.conversation_id WHERE {scope} "
+            "ORDER BY v.message_id DESC LIMIT ?",
+            [*params, limit],
+        )
 
     def revoke_grants(self, child_session_id: str, grant_id: int | None = None) -> int:
         with self._tx() as conn:
