@@ -213,6 +213,7 @@ _SCHEMA_V3 = """
 CREATE TABLE message_vectors(
     conversation_id INTEGER NOT NULL,
     message_id INTEGER NOT NULL,
+    created_at REAL NOT NULL,
     vector BLOB NOT NULL,
     PRIMARY KEY(conversation_id, message_id)
 ) WITHOUT ROWID;
@@ -765,26 +766,36 @@ class SqliteStore(StoreCommon):
 
     # The semantic index (semantic.VectorStore).
 
-    def unembedded_messages(
-        self, conversation_id: int, newest: int, limit: int, chars: int
-    ) -> list[tuple[int, str]]:
-        """(id, first ``chars`` characters) of up to ``limit`` of the conversation's newest
-        ``newest`` messages that have no vector yet, newest first."""
-        return self._read(
-            "SELECT m.id, substr(m.content, 1, ?) FROM "
-            "(SELECT id, content FROM messages WHERE conversation_id = ? "
-            "ORDER BY seq DESC LIMIT ?) m "
-            "WHERE NOT EXISTS (SELECT 1 FROM message_vectors v "
-            "WHERE v.conversation_id = ? AND v.message_id = m.id) LIMIT ?",
-            (chars, conversation_id, newest, conversation_id, limit),
+    def unembedded_message_ids(self, conversation_id: int, newest: int) -> list[int]:
+        """Ids of the conversation's newest ``newest`` messages that have no vector yet,
+        newest first (read once per search: the index's primary key answers each)."""
+        rows = self._read(
+            "SELECT m.id FROM (SELECT id FROM messages WHERE conversation_id = ? "
+            "ORDER BY seq DESC LIMIT ?) m WHERE NOT EXISTS (SELECT 1 FROM message_vectors v "
+            "WHERE v.conversation_id = ? AND v.message_id = m.id)",
+            (conversation_id, newest, conversation_id),
         )
+        return [r[0] for r in rows]
 
-    def put_message_vectors(self, rows: Sequence[tuple[int, int, bytes]]) -> None:
-        """Store (message id, conversation id, vector) rows; a known message keeps its own."""
+    def message_beginnings(self, ids: Sequence[int], chars: int) -> list[tuple[int, float, str]]:
+        """(id, time, first ``chars`` characters) of the given messages."""
+        out: list[tuple[int, float, str]] = []
+        for start in range(0, len(ids), _ID_BATCH):
+            batch = list(ids[start : start + _ID_BATCH])
+            out += self._read(
+                f"SELECT id, created_at, substr(content, 1, ?) FROM messages WHERE id IN "
+                f"({SQLITE.marks(len(batch))})",
+                [chars, *batch],
+            )
+        return out
+
+    def put_message_vectors(self, rows: Sequence[tuple[int, int, float, bytes]]) -> None:
+        """Store (message id, conversation id, time, vector) rows; a known message keeps
+        its own. The time is copied so that a search reads this table alone."""
         with self._tx() as conn:
             conn.executemany(
-                "INSERT OR IGNORE INTO message_vectors(message_id, conversation_id, vector) "
-                "VALUES (?, ?, ?)",
+                "INSERT OR IGNORE INTO message_vectors(message_id, conversation_id, created_at, "
+                "vector) VALUES (?, ?, ?, ?)",
                 rows,
             )
 
@@ -799,10 +810,13 @@ class SqliteStore(StoreCommon):
         messages were stored in [since, until]."""
         if not conversation_ids:
             return []
-        scope, params = self._scope_sql("m", conversation_ids, since, until)
+        scope, params = self._conversations_clause("v.conversation_id", conversation_ids)
+        for bound, operator in ((since, ">="), (until, "<=")):
+            if bound is not None:
+                scope += f" AND v.created_at {operator} ?"
+                params.append(bound)
         return self._read(
-            "SELECT v.message_id, v.vector FROM message_vectors v JOIN messages m "
-            f"ON m.id = v.message_id AND m.conversation_id = v.conversation_id WHERE {scope} "
+            f"SELECT v.message_id, v.vector FROM message_vectors v WHERE {scope} "
             "ORDER BY v.message_id DESC LIMIT ?",
             [*params, limit],
         )
