@@ -9,12 +9,19 @@ one thread:
 - ``rows``: ``render.to_new_message`` (stored columns, extra JSON, version digest);
 - ``store``: ``SqliteStore.append`` of those rows in 500s (rows, indexes, FTS5, commit).
 
+``--semantic`` (needs ``ctxengine-lcm[semantic]``) adds what the optional semantic index
+costs, in process CPU (the tokenizer runs on its own threads): embedding and storing a
+message's vector, which the first relevance search pays instead of ingest (ingest does
+no embedding), and a later search that compares the newest ``semantic_max_vectors``.
+
     .venv/bin/python benchmarks/bench_lcm_ingest.py --messages 30000
+    .venv/bin/python benchmarks/bench_lcm_ingest.py --messages 30000 --semantic
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -23,6 +30,7 @@ from bench_lcm_scale import BATCH, Generator, make_engine
 
 from ctxengine_host.tokens import TokenCounter
 from ctxengine_lcm import render
+from ctxengine_lcm.config import LcmConfig
 from ctxengine_lcm.engine import INGEST_BATCH
 from ctxengine_lcm.sqlite_store import SqliteStore
 
@@ -72,9 +80,43 @@ def parts(total: int) -> dict[str, float]:
     return {name: 1e6 * seconds / total for name, seconds in out.items()}
 
 
+def semantic(total: int) -> dict[str, float]:
+    """Process CPU of the semantic index on ``total`` stored messages: the model's load
+    (ms, once per process), embedding and storing (µs per message), and a search over the
+    newest ``semantic_max_vectors`` once all are embedded (ms, median of 5)."""
+    from ctxengine_lcm.semantic import embedder, index_newest, nearest_messages
+
+    messages = Generator(size=total).messages(total)
+    rows = [render.to_new_message(m, m["message_uid"], 1, 1.0, None) for m in messages]
+    scanned = LcmConfig().semantic_max_vectors
+    out: dict[str, float] = {}
+    t0 = time.process_time()
+    embedder()
+    out["load_ms"] = 1e3 * (time.process_time() - t0)
+    with tempfile.TemporaryDirectory() as directory:
+        store = SqliteStore(Path(directory) / "ingest.db")
+        conversation = store.current_conversation("bench")
+        for start in range(0, total, INGEST_BATCH):
+            store.append(conversation.id, rows[start : start + INGEST_BATCH])
+        t0 = time.process_time()
+        done = index_newest(store, [conversation.id], total, float("inf"))
+        out["embed_us"] = 1e6 * (time.process_time() - t0) / done
+        searches = []
+        for query in ("where is the retry limit configured", "which port does the db use") * 3:
+            t0 = time.process_time()
+            nearest_messages(store, [conversation.id], query, None, None, (20, scanned, 2_400), 0)
+            searches.append(time.process_time() - t0)
+        out["search_ms"] = 1e3 * statistics.median(searches[1:])
+        out["scanned"] = min(total, scanned)
+        out["bytes_per_vector"] = len(store.message_vectors([conversation.id], None, None, 1)[0][1])
+        store.close()
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--messages", type=int, default=30_000)
+    parser.add_argument("--semantic", action="store_true", help="the semantic index's costs")
     args = parser.parse_args()
     total = max(BATCH, args.messages // BATCH * BATCH)
     cpu, rate = whole(total)
@@ -84,6 +126,14 @@ def main() -> None:
         print(f"  {name:6s} {micros:6.1f} µs per message (one thread)")
     alone = sum(split.values())
     print(f"  sum    {alone:6.1f} µs: at most {1e6 / alone:,.0f} messages/s on one core")
+    if args.semantic:
+        costs = semantic(total)
+        print(
+            f"semantic index: model load {costs['load_ms']:.0f} ms; embedding "
+            f"{costs['embed_us']:.1f} µs per message (paid by the first search, "
+            f"{costs['bytes_per_vector']:.0f} bytes stored); a search over "
+            f"{costs['scanned']:,.0f} vectors {costs['search_ms']:.1f} ms (process CPU)"
+        )
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
     python benchmarks/bench_quality.py                 # tuning + held-out sets, 32k
     python benchmarks/bench_quality.py --windows 16000,32000 --json
     python benchmarks/bench_quality.py --real conv/*.jsonl   # converted real transcripts
+    python benchmarks/bench_quality.py --engines lcm,lcm-semantic   # with the semantic index
 
 Three sets, reported separately (docs/quality.md says why): ``tuning`` (seeds an
 engineer may look at while improving an engine), ``held-out`` (seeds never used
@@ -32,6 +33,8 @@ SETS = {
     "tuning": [("realistic", 1), ("realistic", 2), ("realistic", 3), ("multi-turn", 7)],
     "held-out": [("realistic", 101), ("realistic", 102), ("multi-turn", 44)],
 }
+#: Pseudo-engine: the LCM engine with ``semantic_index = true`` (needs its extra).
+SEMANTIC = "lcm-semantic"
 REALISTIC_TOOL_CALLS = 400
 MULTI_TURN_TURNS = 300
 
@@ -48,7 +51,12 @@ def build(kind: str, seed: int, folder: Path) -> Path:
 
 def measure(path: Path, engine: str, window: int) -> dict:
     """One replay's probe and summary figures."""
-    report = replay_file(path, ReplayOptions(engine=engine, context_length=window))
+    options = ReplayOptions(engine=engine, context_length=window)
+    if engine == SEMANTIC:
+        config = path.with_name("semantic.toml")
+        config.write_text("[engines.lcm]\nsemantic_index = true\n", encoding="utf-8")
+        options = ReplayOptions(engine="lcm", context_length=window, config_path=str(config))
+    report = replay_file(path, options)
     summary = report.summary()
     quality = evaluate_summaries(load_session(path).messages, report.final_messages)
     total = summary["probes_total"] or 1

@@ -13,9 +13,14 @@ from .store import LcmStore
 
 
 def open_lcm_store(settings: LcmConfig, data_dir: Path) -> LcmStore:
-    """Open the store ``settings.database`` names (psycopg is imported only for a URL)."""
+    """Open the store ``settings.database`` names (psycopg is imported only for a URL);
+    with ``semantic_index`` on, fail first with the fix if the index cannot work."""
     from ctxengine_host.stores.pg import is_postgres_url
 
+    if settings.semantic_index:
+        from .semantic import require
+
+        require(postgres=is_postgres_url(settings.database))
     if is_postgres_url(settings.database):
         try:
             from .pg_store import PgLcmStore

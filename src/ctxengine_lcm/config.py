@@ -75,6 +75,14 @@ class LcmConfig(BaseModel):
     #: Word-set (Jaccard) similarity at which a lower-ranked hit is folded under a better
     #: one in relevance results; above 1 folds nothing.
     grep_fold_similarity: float = Field(0.5, gt=0)
+    #: The optional semantic index (docs/lcm.md, "Semantic index"): relevance searches
+    #: of plain words also take the messages nearest in meaning as candidates. Needs
+    #: ``pip install "ctxengine-lcm[semantic]"`` and the SQLite store.
+    semantic_index: bool = False
+    #: Messages nearest in meaning that join a search's candidates.
+    semantic_candidates: int = Field(20, ge=1)
+    #: Newest messages per search whose vectors are compared (and embedded when missing).
+    semantic_max_vectors: int = Field(20_000, ge=1)
     #: Default cap when expanding a summary; a single message defaults to expand_max_tokens
     #: so that most messages come back whole in one call (larger ones are paged).
     expand_default_tokens: int = Field(4_000, ge=64)

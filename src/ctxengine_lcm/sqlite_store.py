@@ -207,8 +207,24 @@ def _upgrade_v2(conn: sqlite3.Connection) -> None:
     conn.execute(trigger[0] if trigger else _MESSAGES_FTS_DELETE)
 
 
+#: Version 3: the optional semantic index (semantic.py), one float16 vector a message,
+#: filled lazily by searches; empty while ``semantic_index`` is off.
+_SCHEMA_V3 = """
+CREATE TABLE message_vectors(
+    conversation_id INTEGER NOT NULL,
+    message_id INTEGER NOT NULL,
+    created_at REAL NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY(conversation_id, message_id)
+) WITHOUT ROWID;
+CREATE TRIGGER message_vectors_delete AFTER DELETE ON messages BEGIN
+    DELETE FROM message_vectors WHERE conversation_id = old.conversation_id
+        AND message_id = old.id;
+END;
+"""
+
 #: Append a step for every change of the stored data; never edit an old one.
-LCM_SQLITE_SCHEMA = SqliteSchema("lcm", (_SCHEMA_V1, _upgrade_v2))
+LCM_SQLITE_SCHEMA = SqliteSchema("lcm", (_SCHEMA_V1, _upgrade_v2, _SCHEMA_V3))
 SCHEMA_VERSION = str(LCM_SQLITE_SCHEMA.latest)
 
 #: SQLite's page cache per connection, KiB.
@@ -754,6 +770,63 @@ class SqliteStore(StoreCommon):
         return self._read(sql, params)
 
     # Sub-agent grants.
+
+    # The semantic index (semantic.VectorStore).
+
+    def unembedded_message_ids(self, conversation_id: int, newest: int) -> list[int]:
+        """Ids of the conversation's newest ``newest`` messages that have no vector yet,
+        newest first (read once per search: the index's primary key answers each)."""
+        rows = self._read(
+            "SELECT m.id FROM (SELECT id FROM messages WHERE conversation_id = ? "
+            "ORDER BY seq DESC LIMIT ?) m WHERE NOT EXISTS (SELECT 1 FROM message_vectors v "
+            "WHERE v.conversation_id = ? AND v.message_id = m.id)",
+            (conversation_id, newest, conversation_id),
+        )
+        return [r[0] for r in rows]
+
+    def message_beginnings(self, ids: Sequence[int], chars: int) -> list[tuple[int, float, str]]:
+        """(id, time, first ``chars`` characters) of the given messages."""
+        out: list[tuple[int, float, str]] = []
+        for start in range(0, len(ids), _ID_BATCH):
+            batch = list(ids[start : start + _ID_BATCH])
+            out += self._read(
+                f"SELECT id, created_at, substr(content, 1, ?) FROM messages WHERE id IN "
+                f"({SQLITE.marks(len(batch))})",
+                [chars, *batch],
+            )
+        return out
+
+    def put_message_vectors(self, rows: Sequence[tuple[int, int, float, bytes]]) -> None:
+        """Store (message id, conversation id, time, vector) rows; a known message keeps
+        its own. The time is copied so that a search reads this table alone."""
+        with self._tx() as conn:
+            conn.executemany(
+                "INSERT OR IGNORE INTO message_vectors(message_id, conversation_id, created_at, "
+                "vector) VALUES (?, ?, ?, ?)",
+                rows,
+            )
+
+    def message_vectors(
+        self,
+        conversation_ids: Sequence[int],
+        since: float | None,
+        until: float | None,
+        limit: int,
+    ) -> list[tuple[int, bytes]]:
+        """(message id, vector) of the newest ``limit`` vectors of the conversations whose
+        messages were stored in [since, until]."""
+        if not conversation_ids:
+            return []
+        scope, params = self._conversations_clause("v.conversation_id", conversation_ids)
+        for bound, operator in ((since, ">="), (until, "<=")):
+            if bound is not None:
+                scope += f" AND v.created_at {operator} ?"
+                params.append(bound)
+        return self._read(
+            f"SELECT v.message_id, v.vector FROM message_vectors v WHERE {scope} "
+            "ORDER BY v.message_id DESC LIMIT ?",
+            [*params, limit],
+        )
 
     def revoke_grants(self, child_session_id: str, grant_id: int | None = None) -> int:
         with self._tx() as conn:

@@ -33,6 +33,7 @@ from .search import (
     regex_scan,
 )
 from .seeds import Seeds, choose_seeds
+from .semantic import SEMANTIC_FACTOR, VectorStore, nearest_messages
 from .snippets import term_snippet
 from .store import Grant, LcmStore, SearchHit, StoredMessage, StoredSummary
 
@@ -359,6 +360,10 @@ class ToolRunner:
             result["_expanded_only"] = {(h.kind, h.id) for h in extra} - seen
             hits = merge_candidates(hits, extra)
             result["_fts_query_expanded"] = expansion.combined(query.expression)
+        if cfg.semantic_index and not query.explicit and "messages" in targets:
+            hits = merge_candidates(
+                hits, self._nearest(pattern, since, until, preview, access, budget), SEMANTIC_FACTOR
+            )
         terms = query_terms(query.operands)
         alternatives = expansion.of(terms)
         ranked = rerank(hits, terms, alternatives)
@@ -375,6 +380,28 @@ class ToolRunner:
         written = [exact_pattern(text, prefix) for text, prefix in terms]
         others = [exact_pattern(text, False) for group in alternatives for text, _ in group]
         return self._with_snippets(shown, snippets_for, (written, others), budget), similar
+
+    def _nearest(
+        self,
+        pattern: str,
+        since: float | None,
+        until: float | None,
+        preview: int | None,
+        access: Access,
+        budget: WorkBudget,
+    ) -> list[SearchHit]:
+        """The messages nearest to ``pattern`` in meaning (semantic.py): extra candidates.
+        Embedding the messages that have no vector yet takes at most half the time left."""
+        if not budget.spend(3):
+            return []
+        cfg = self.config
+        now = time.monotonic()
+        shown = preview or cfg.grep_whole_text_chars
+        return nearest_messages(
+            cast(VectorStore, self.store), access.conversation_ids, pattern, since, until,
+            (cfg.semantic_candidates, cfg.semantic_max_vectors, shown),
+            now + (budget.deadline - now) / 2,
+        )  # fmt: skip
 
     def _seeds(
         self, query: FtsQuery, pools: dict[SearchTarget, int], budget: WorkBudget
