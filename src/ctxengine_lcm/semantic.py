@@ -1,8 +1,8 @@
 """The optional semantic index of ``lcm_grep`` (``[engines.lcm] semantic_index = true``).
 
-A question worded in other words than its fact ("which port does the pre-production
-DB use" for "the staging database listens on 5433") shares no term with it, and
-lexical search (even with query.py's alternatives) cannot find it. With the index on,
+A question worded in other words than its fact ("where will our workplace relocate"
+for "the office moves to Berlin in March") shares no term with it, and lexical search
+(even with query.py's alternatives) cannot find it. With the index on,
 a relevance search of plain words also takes the messages nearest to the query by
 cosine similarity of their embeddings as extra candidates, ranked below the query's
 own matches the way query alternatives are (:func:`~ctxengine_lcm.query.merge_candidates`).
