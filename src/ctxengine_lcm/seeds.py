@@ -16,6 +16,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+#: The share of the rerank pools the rare terms' matches may fill. Each candidate costs
+#: its reranking and folding in Python (~10 µs); where every word of a query is rare
+#: enough to fit the whole pools (histories of a few thousand messages), the candidates
+#: were every match of the common words too, and a query cost several times its figure
+#: at 100,000 messages. The terms left out still count in reranking, and a page the rare
+#: terms cannot fill is filled from the newest matches of the whole query.
+SEED_SHARE = 0.25
+
 
 @dataclass(frozen=True)
 class Seeds:

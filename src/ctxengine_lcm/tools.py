@@ -32,7 +32,7 @@ from .search import (
     regex_cost_problem,
     regex_scan,
 )
-from .seeds import Seeds, choose_seeds
+from .seeds import SEED_SHARE, Seeds, choose_seeds
 from .semantic import SEMANTIC_FACTOR, VectorStore, nearest_messages
 from .snippets import term_snippet
 from .store import Grant, LcmStore, SearchHit, StoredMessage, StoredSummary
@@ -342,7 +342,11 @@ class ToolRunner:
             return search
 
         searches = {target: searcher(target, pool) for target, pool in pools.items()}
-        seeds = self._seeds(query, pools, budget) if by_relevance and not query.explicit else None
+        seeds = (
+            self._seeds(query, pools, limit, budget)
+            if by_relevance and not query.explicit
+            else None
+        )
         hits, short = self._matches(query, seeds, pools, searches, limit, every, budget)
         result["matched"] = "as written" if query.explicit else "any term"
         result["_fts_query"] = query.expression
@@ -355,7 +359,7 @@ class ToolRunner:
         # still count in the reranking of the pool).
         expansion = expand_query(query)
         if expansion.operands and short:
-            extra = self._alternative_matches(expansion, short, pools, searches, budget)
+            extra = self._alternative_matches(expansion, short, pools, limit, searches, budget)
             seen = {(h.kind, h.id) for h in hits}
             result["_expanded_only"] = {(h.kind, h.id) for h in extra} - seen
             hits = merge_candidates(hits, extra)
@@ -404,13 +408,14 @@ class ToolRunner:
         )  # fmt: skip
 
     def _seeds(
-        self, query: FtsQuery, pools: dict[SearchTarget, int], budget: WorkBudget
+        self, query: FtsQuery, pools: dict[SearchTarget, int], limit: int, budget: WorkBudget
     ) -> Seeds | None:
         """The rarest terms of a plain query, whose matches in the history (messages and
-        summaries together: a summary restates its messages) fit the pools (seeds.py)."""
+        summaries together: a summary restates its messages) fit a share of the pools
+        (seeds.py)."""
         if not budget.spend():
             return None
-        pool = sum(pools.values())
+        pool = max(limit, int(sum(pools.values()) * SEED_SHARE))
         counts = self.store.match_counts(list(pools), query.operands, pool + 1)
         return choose_seeds(query.operands, counts, pool)
 
@@ -419,17 +424,18 @@ class ToolRunner:
         expansion: Expansion,
         short: list[SearchTarget],
         pools: dict[SearchTarget, int],
+        limit: int,
         searches: dict[SearchTarget, Callable[..., list[SearchHit]]],
         budget: WorkBudget,
     ) -> list[SearchHit]:
-        """Every match of the rarest alternatives that fit the pools of ``short``, as the
-        query's own words are chosen (seeds.py). An alternative too common to fit finds
+        """Every match of the rarest alternatives that fit a share of the pools of
+        ``short``, as the query's own words are chosen (seeds.py). An alternative too common to fit finds
         nothing of its own: it ranks below the words as written anyway, so its newest
         matches would cost a pool's reranking and rarely reach the page; it still counts
         in the reranking of the candidates found."""
         if not budget.spend():
             return []
-        pool = sum(pools[target] for target in short)
+        pool = max(limit, int(sum(pools[target] for target in short) * SEED_SHARE))
         counts = self.store.match_counts(short, expansion.operands, pool + 1)
         seeds = choose_seeds(expansion.operands, counts, pool)
         found: list[SearchHit] = []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import make_engine
+from conftest import make_engine, uid
 
 
 def ingest(engine, session, texts):
@@ -75,4 +75,33 @@ def test_a_tool_output_holding_every_word_is_in_the_pool_however_low_its_bm25(tm
         engine.handle_tool_call("lcm_grep", {"pattern": "amber service key", "limit": 10})
     )
     assert any("K007Z" in r["snippet"] for r in out["results"])
+    engine.dispose()
+
+
+def test_a_word_common_enough_to_fill_a_share_of_the_pool_finds_no_candidates(
+    tmp_path, database, monkeypatch
+):
+    """The rare words' matches are ranked while they fit a quarter of the pools (seeds.py):
+    in a history of a few thousand messages every word of a query fits the whole pools,
+    and its commonest word's matches would all be reranked in Python (#17)."""
+    engine = make_engine(tmp_path, database=database, session="s", grep_rerank_pool=40)
+    texts = [
+        "the amber service key is K1",
+        *(f"amber filler line {n}" for n in range(20)),
+        *(f"service key rotated {n}" for n in range(3)),
+    ]
+    engine.ingest("s", [{"role": "user", "content": t, "message_uid": uid()} for t in texts])
+    searched: list[str] = []
+    search = engine.store.search_fulltext
+
+    def recorded(conversation_ids, expression, *args, **kwargs):
+        searched.append(expression)
+        return search(conversation_ids, expression, *args, **kwargs)
+
+    monkeypatch.setattr(engine.store, "search_fulltext", recorded)
+    out = json.loads(
+        engine.handle_tool_call("lcm_grep", {"pattern": "amber service key", "limit": 3})
+    )
+    assert searched and all('"amber"' not in expression for expression in searched)
+    assert out["results"][0]["snippet"] == "the amber service key is K1"
     engine.dispose()
