@@ -429,10 +429,10 @@ class ToolRunner:
         budget: WorkBudget,
     ) -> list[SearchHit]:
         """Every match of the rarest alternatives that fit a share of the pools of
-        ``short``, as the query's own words are chosen (seeds.py). An alternative too common to fit finds
-        nothing of its own: it ranks below the words as written anyway, so its newest
-        matches would cost a pool's reranking and rarely reach the page; it still counts
-        in the reranking of the candidates found."""
+        ``short``, as the query's own words are chosen (seeds.py). An alternative too
+        common to fit finds nothing of its own: it ranks below the words as written
+        anyway, so its newest matches would cost a pool's reranking and rarely reach the
+        page; it still counts in the reranking of the candidates found."""
         if not budget.spend():
             return []
         pool = max(limit, int(sum(pools[target] for target in short) * SEED_SHARE))
