@@ -89,6 +89,20 @@ def uid() -> str:
     return uuid.uuid4().hex
 
 
+def record_searches(engine: LcmEngine, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The full-text expressions ``engine``'s store is asked to search, in order (the
+    searches still run)."""
+    searched: list[str] = []
+    search = engine.store.search_fulltext
+
+    def recorded(conversation_ids, expression, *args, **kwargs):
+        searched.append(expression)
+        return search(conversation_ids, expression, *args, **kwargs)
+
+    monkeypatch.setattr(engine.store, "search_fulltext", recorded)
+    return searched
+
+
 def turn(n: int, words: int = 60) -> list[dict[str, Any]]:
     """One user/assistant/tool exchange with distinct words so searches can find it."""
     filler = " ".join(f"w{n}x{i}" for i in range(words))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import make_engine, uid
+from conftest import make_engine, record_searches, uid
 
 from ctxengine_lcm.calls import calls_text
 from ctxengine_lcm.query import derived_forms, expand_query, synonyms_of
@@ -124,14 +124,7 @@ def test_the_alternatives_are_searched_only_where_the_words_leave_the_pool_short
     engine = make_engine(tmp_path, database=database, grep_rerank_pool=2)
     texts = ["release 1 of the driver", "release 2 of the driver", "Version: 3.3.7"]
     engine.ingest("s1", [{"role": "user", "content": t, "message_uid": uid()} for t in texts])
-    searched: list[str] = []
-    search = engine.store.search_fulltext
-
-    def recorded(conversation_ids, expression, *args, **kwargs):
-        searched.append(expression)
-        return search(conversation_ids, expression, *args, **kwargs)
-
-    monkeypatch.setattr(engine.store, "search_fulltext", recorded)
+    searched = record_searches(engine, monkeypatch)
     args = {"pattern": "release", "scope": "messages"}
     # Two matches fill a pool of two: the synonym "version" is not looked for.
     full = call(engine, "lcm_grep", {**args, "limit": 2})
@@ -151,14 +144,7 @@ def test_an_alternative_too_common_for_the_pool_is_not_searched(tmp_path, databa
     engine = make_engine(tmp_path, database=database, grep_rerank_pool=3)
     texts = ["release 1 of the driver", *(f"version bump {n}" for n in range(12))]
     engine.ingest("s1", [{"role": "user", "content": t, "message_uid": uid()} for t in texts])
-    searched: list[str] = []
-    search = engine.store.search_fulltext
-
-    def recorded(conversation_ids, expression, *args, **kwargs):
-        searched.append(expression)
-        return search(conversation_ids, expression, *args, **kwargs)
-
-    monkeypatch.setattr(engine.store, "search_fulltext", recorded)
+    searched = record_searches(engine, monkeypatch)
     out = call(engine, "lcm_grep", {"pattern": "release", "scope": "messages", "limit": 3})
     # One match, short of the pool: the alternatives are counted; "version" overflows it.
     assert searched[0] == '"release"' and not any('"version"' in e for e in searched[1:])

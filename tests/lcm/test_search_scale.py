@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import make_engine, uid
+from conftest import make_engine, record_searches, uid
 
 
 def ingest(engine, session, texts):
@@ -91,14 +91,7 @@ def test_a_word_common_enough_to_fill_a_share_of_the_pool_finds_no_candidates(
         *(f"service key rotated {n}" for n in range(3)),
     ]
     engine.ingest("s", [{"role": "user", "content": t, "message_uid": uid()} for t in texts])
-    searched: list[str] = []
-    search = engine.store.search_fulltext
-
-    def recorded(conversation_ids, expression, *args, **kwargs):
-        searched.append(expression)
-        return search(conversation_ids, expression, *args, **kwargs)
-
-    monkeypatch.setattr(engine.store, "search_fulltext", recorded)
+    searched = record_searches(engine, monkeypatch)
     out = json.loads(
         engine.handle_tool_call("lcm_grep", {"pattern": "amber service key", "limit": 3})
     )
