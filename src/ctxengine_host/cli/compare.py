@@ -67,7 +67,10 @@ def run(args: argparse.Namespace) -> int:
             args.files,
             engines,
             ReplayOptions(
-                model=args.model, context_length=args.context_length, config_path=args.config
+                model=args.model,
+                context_length=args.context_length,
+                config_path=args.config,
+                one_core=args.one_core,
             ),
             Path(args.out),
             progress_for=lambda label: ProgressBar(label, log_when_piped=True),

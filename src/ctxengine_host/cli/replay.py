@@ -25,6 +25,13 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
         type=int,
         help="context window in tokens (default: 32768)",
     )
+    parser.add_argument(
+        "--all-cores",
+        dest="one_core",
+        action="store_false",
+        help="let the replay run on every core (default: pinned to one, which is faster "
+        "for its one thread of work hopping between the runtime's workers)",
+    )
 
 
 def register(subparsers: Any) -> None:
@@ -85,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
         probes_path=args.probes,
         out_dir=args.out,
         source_format=args.source_format,
+        one_core=args.one_core,
     )
     try:
         report = replay_file(args.file, options, ProgressBar(f"replay {Path(args.file).name}"))

@@ -9,6 +9,7 @@ happens to be installed, and ``report.html``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -91,13 +92,7 @@ def compare_files(
         runs: dict[str, ReplayReport] = {}
         for engine in engines:
             run_dir = out / name / engine
-            options = ReplayOptions(
-                engine=engine,
-                model=base.model,
-                context_length=base.context_length,
-                config_path=base.config_path,
-                out_dir=str(run_dir),
-            )
+            options = dataclasses.replace(base, engine=engine, out_dir=str(run_dir))
             progress = progress_for(f"{name} on {engine}") if progress_for else None
             report = replay_file(file, options, progress)
             (run_dir / "report.json").write_text(json.dumps(report.to_dict(), indent=2) + "\n")

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .model import CallRow, ReplayReport, TurnRow
+from .one_core import on_one_core
 from .probes import Probe, load_probes
 from .probing import evaluate_probes
 from .sessionfile import ParsedSession, SessionFileError, Turn, load_session, probes_path_for
@@ -50,6 +51,8 @@ class ReplayOptions:
     out_dir: str | None = None
     #: Read the file with this importer (``ctxengine convert --from`` formats) first.
     source_format: str | None = None
+    #: Pin the replay to one CPU core (one_core.py says why); False uses every core.
+    one_core: bool = True
 
 
 def replay_file(
@@ -61,12 +64,13 @@ def replay_file(
         probes = _load_probes(path, session, options.probes_path)
     except SessionFileError as exc:
         raise ReplayInputError(str(exc)) from exc
-    if options.out_dir:
-        store_dir = Path(options.out_dir)
-        store_dir.mkdir(parents=True, exist_ok=True)
-        return _replay(session, probes, options, store_dir / "transcripts.db", progress)
-    with tempfile.TemporaryDirectory(prefix="ctxengine-replay-") as tmp:
-        return _replay(session, probes, options, Path(tmp) / "transcripts.db", progress)
+    with on_one_core(options.one_core):
+        if options.out_dir:
+            store_dir = Path(options.out_dir)
+            store_dir.mkdir(parents=True, exist_ok=True)
+            return _replay(session, probes, options, store_dir / "transcripts.db", progress)
+        with tempfile.TemporaryDirectory(prefix="ctxengine-replay-") as tmp:
+            return _replay(session, probes, options, Path(tmp) / "transcripts.db", progress)
 
 
 def _load(path: str | Path, source_format: str | None) -> ParsedSession:
