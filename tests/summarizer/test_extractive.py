@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -268,3 +269,31 @@ def test_tool_output_lines_are_cut_shorter_than_other_text(service):
     quoted = [line.split(': "', 1)[1] for line in text.splitlines() if "- tool shell:" in line]
     assert "QX-7781" in text and quoted and max(len(q) for q in quoted) <= 161
     assert any(len(line) > 200 for line in text.splitlines() if line.startswith("- user:"))
+
+
+def _bash(call_id: str, command: str) -> dict:
+    arguments = json.dumps({"command": command})
+    function = {"name": "bash", "arguments": arguments}
+    call = {"id": call_id, "type": "function", "function": function}
+    return {"role": "assistant", "content": None, "tool_calls": [call]}
+
+
+def test_read_definitions_and_exception_names_reach_the_summary():
+    """A file only read still names its definitions (free symbol slots), and a line naming an
+    exception class (``TypeError(``) is an error met, though no cue word stands alone."""
+    from ctxengine_host.summarizer.extractive import ExtractiveBackend
+
+    source = "class MeshGrid:\n    def __init__(self, x):\n        self.x = x\n\ndef _axes(x):\n"
+    failure = '    raise TypeError("x must be an array")\nFAILED tests/test_grid.py::test_lists'
+    messages = [
+        {"role": "user", "content": "A grid built from plain lists fails. Find out why."},
+        _bash("c1", "cat pkg/grids/mesh.py"),
+        {"role": "tool", "tool_call_id": "c1", "content": source},
+        _bash("c2", "python -m pytest tests/test_grid.py -q"),
+        {"role": "tool", "tool_call_id": "c2", "content": failure},
+        {"role": "assistant", "content": "The constructor only accepts arrays."},
+    ]
+    text = ExtractiveBackend(TokenCounter().count_text).summarize(messages, 300)
+    assert "- symbols: MeshGrid, __init__, _axes" in text.splitlines()
+    errors = text.split("## Errors and resolutions", 1)[1]
+    assert "TypeError('x must be an array')" in errors

@@ -49,6 +49,11 @@ _CUE_WORDS = {
     "task": "todo remaining",
     "remember": "remember important fyi",
 }
+#: How the names of exception classes end (``KeyError``, ``IOException``).
+_EXCEPTION_ENDINGS = ("Error", "Exception", "Failure", "Fault")
+_EXCEPTION_RE = re.compile(
+    r"(?<![A-Za-z])[A-Z][A-Za-z0-9]*(?:Error|Exception|Failure|Fault)(?![a-z])"
+)
 CUE_BY_WORD = {word: cue for cue, words in _CUE_WORDS.items() for word in words.split()}
 CUE_PHRASES = (
     ("decision", ("we'll use", "we will use", "let's use", "let's go with", "we're going with",
@@ -296,6 +301,12 @@ def _rare(core: str, out: list[str]) -> None:
             out.append(lowered)
 
 
+def _names_exception(text: str) -> bool:
+    """``ValueError``, ``FileNotFoundError(``, ``TimeoutException``: an error met, though
+    no cue word stands alone in it (the substring test keeps the regex off most lines)."""
+    return any(end in text for end in _EXCEPTION_ENDINGS) and bool(_EXCEPTION_RE.search(text))
+
+
 def extract(text: str) -> Features:
     """The features of one sentence or line, in one pass over its tokens."""
     tokens = text.split()
@@ -345,6 +356,8 @@ def extract(text: str) -> Features:
     lowered = text.lower()
     cues = {CUE_BY_WORD[w] for w in _WORDS_RE.findall(lowered) if w in CUE_BY_WORD}
     cues.update(CUE_BY_PHRASE[p] for p in _PHRASE_RE.findall(lowered))
+    if "error" not in cues and _names_exception(text):
+        cues.add("error")
     rare.extend("#" + value.lower() for kind, value in found if kind in DISTINCTIVE_KINDS)
     return Features(found, cues, tuple(dict.fromkeys(rare)), supersession_keys(lowered, found))
 

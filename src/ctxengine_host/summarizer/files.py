@@ -4,10 +4,9 @@ Collected from tool calls (their arguments name the paths; an editing tool or a
 shell command that writes marks them edited), from the definitions in what the
 agent read of a file it went on to edit, and from the identifiers it named in
 backticks. Rendered as two short lines of the summary's "Files and symbols"
-section (``edited: ...``, ``symbols: ...``; files only read are left to their tool
-calls) and parsed back from a
-previous summary, so the lists accumulate over compactions at a bounded size
-(newest kept).
+section (``edited: ...``, ``symbols: ...``; definitions in files only read fill the
+symbols the edits leave free) and parsed back from a previous summary, so the lists
+accumulate over compactions at a bounded size (newest kept).
 """
 
 from __future__ import annotations
@@ -72,6 +71,7 @@ class FileLedger:
                 for symbol in names:
                     self.symbols[symbol] = self._tick()
             elif names:
+                self._pending.pop(path, None)  # re-read: newest
                 self._pending[path] = names
 
     def mentioned(self, text: str) -> None:
@@ -91,13 +91,24 @@ class FileLedger:
                 target[item.strip()] = self._tick() - 1_000_000  # older than anything new
         return True
 
+    def _symbols_shown(self) -> dict[str, int]:
+        """The symbols worked on, then in the slots they leave free the definitions of
+        files only read, newest read first: the function an agent looked at is often what a
+        later question names. They rank below every symbol worked on."""
+        free = MAX_SYMBOLS - len(self.symbols)
+        if free <= 0 or not self._pending:
+            return self.symbols
+        read = (n for names in reversed(self._pending.values()) for n in names)
+        extra = [n for n in dict.fromkeys(read) if n not in self.symbols][:free]
+        return {**{n: -2_000_000 + rank for rank, n in enumerate(extra)}, **self.symbols}
+
     def lines(self, said: str = "") -> list[str]:
         """The section's lines, newest items kept within the caps; items the rest of the
         summary (``said``) already names are left out."""
         out = []
         for label, items, cap in (
             ("edited", self.edited, MAX_EDITED),
-            ("symbols", self.symbols, MAX_SYMBOLS),
+            ("symbols", self._symbols_shown(), MAX_SYMBOLS),
         ):
             newest = [i for i in sorted(items, key=items.__getitem__)[-cap:] if i not in said]
             if newest:
