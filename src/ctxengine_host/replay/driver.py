@@ -51,8 +51,9 @@ class ReplayOptions:
     out_dir: str | None = None
     #: Read the file with this importer (``ctxengine convert --from`` formats) first.
     source_format: str | None = None
-    #: Pin the replay to one CPU core (one_core.py says why); False uses every core.
-    one_core: bool = True
+    #: Pin the process to one CPU core for the replay (one_core.py says why). The CLI
+    #: does by default; a library caller opts in, since it pins the caller's threads too.
+    one_core: bool = False
 
 
 def replay_file(
