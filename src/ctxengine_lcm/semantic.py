@@ -158,13 +158,17 @@ def index_newest(
     store: VectorStore, conversation_ids: Sequence[int], newest: int, deadline: float
 ) -> int:
     """Embed and store the vectors of the newest ``newest`` messages of each conversation
-    that have none yet, batch by batch until ``deadline``; returns how many."""
+    that have none yet, batch by batch until ``deadline``; returns how many.
+
+    The first batch is embedded whatever the time: loading the model (once per process)
+    can take the whole budget on a loaded machine, and a search that never embeds would
+    never find by meaning. One batch is bounded (``BATCH`` texts of ``MAX_TEXT_CHARS``)."""
     model = embedder()
     done = 0
     for conversation_id in conversation_ids:
         missing = store.unembedded_message_ids(conversation_id, newest)
         for start in range(0, len(missing), BATCH):
-            if time.monotonic() >= deadline:
+            if done and time.monotonic() >= deadline:
                 return done
             rows = store.message_beginnings(missing[start : start + BATCH], MAX_TEXT_CHARS)
             vectors = model.embed([text for _, _, text in rows])

@@ -14,6 +14,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import time
 
 import pytest
 from conftest import make_engine, uid
@@ -85,6 +86,23 @@ def test_with_the_index_on_a_question_sharing_no_word_finds_its_fact(tmp_path, w
     engine.ingest("s1", [{"role": "user", "content": "Relocate the logs.", "message_uid": uid()}])
     found = grep(engine, QUESTION)
     assert found.index("Relocate the logs.") < found.index(FACT)
+
+
+def test_a_search_out_of_time_still_embeds_a_batch(tmp_path, wordllama, monkeypatch):
+    """On a loaded machine the model's load can use up the budget: the search still makes
+    progress (one batch), so the index fills and meaning is found."""
+    real = semantic.embedder
+
+    def slow_first_load():
+        time.sleep(0.3)  # the load, on a busy machine: longer than the search's budget
+        monkeypatch.setattr(semantic, "embedder", real)
+        return real()
+
+    monkeypatch.setattr(semantic, "embedder", slow_first_load)
+    engine = make_engine(tmp_path, semantic_index=True, grep_time_budget_seconds=0.2)
+    engine.ingest("s1", history())
+    grep(engine, QUESTION)
+    assert vectors(engine) == len(OTHERS) + 1
 
 
 def test_a_second_session_never_gets_the_first_ones_messages(tmp_path, wordllama):
