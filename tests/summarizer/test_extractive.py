@@ -297,3 +297,27 @@ def test_read_definitions_and_exception_names_reach_the_summary():
     assert "- symbols: MeshGrid, __init__, _axes" in text.splitlines()
     errors = text.split("## Errors and resolutions", 1)[1]
     assert "TypeError('x must be an array')" in errors
+
+
+def test_an_exception_line_counts_once_and_narration_gives_way():
+    """The first tool line opening with an exception's name is kept (the name is an
+    identifier, so later runs repeating it do not clear the tool bar again); the assistant
+    announcing its next step loses to what it found."""
+    from ctxengine_host.summarizer.extractive import ExtractiveBackend
+
+    messages = [{"role": "user", "content": "The order API returns 500 on GET. Fix it."}]
+    for run in range(1, 4):
+        messages += [
+            {"role": "assistant", "content": "Now let me run the tests to see the error again:"},
+            _bash(f"c{run}", "python -m pytest tests/test_orders.py -q"),
+            {
+                "role": "tool",
+                "tool_call_id": f"c{run}",
+                "content": f'Traceback (most recent call last):\n  File "api.py", line {run}\n'
+                f"KeyError: 'order_ref' (run {run})",
+            },
+        ]
+    messages.append({"role": "assistant", "content": "The serializer reads a renamed column."})
+    text = ExtractiveBackend(TokenCounter().count_text).summarize(messages, 300)
+    assert text.count("KeyError: 'order_ref'") == 1, text
+    assert "let me run" not in text.lower()

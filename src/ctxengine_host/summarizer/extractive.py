@@ -78,6 +78,9 @@ KEY_VALUE_BONUS = 1.6
 KEY_VALUE_KINDS = frozenset({"version", "kv", "addr", "code", "hex", "url", "email"})
 #: Listing rows, totals and banners carry nothing a later turn needs.
 NOISE_PENALTY = 4.0
+#: The assistant announcing its next step ("Now let me run the tests:") says less than the
+#: call that follows it; the cue words such lines carry would otherwise win them a place.
+NARRATION_PENALTY = 1.0
 
 SOURCE_WEIGHTS = {
     "user": 1.5,
@@ -119,6 +122,13 @@ _STOPWORDS = frozenset(
 _NOT_LETTERS_RE = re.compile(r"[^A-Za-z]+")
 #: Every byte but the ASCII letters: deleted to count the letters of an ASCII text.
 _NOT_LETTER_BYTES = bytes(b for b in range(256) if not chr(b).isascii() or not chr(b).isalpha())
+_EXCEPTION_LINE_RE = re.compile(
+    r"^(?:E\s+)?((?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Failure|Fault))(?::\s|:?$)"
+)
+_NARRATION_RE = re.compile(
+    r"(?i)^(?:(?:now|next|first|then|so|ok|okay|great|good|perfect)[,!.]?\s+)*"
+    r"(?:let me|let's|i'll|i will|i'm going to)\b"
+)
 _MACHINE_LINE_RE = re.compile(
     r"^(?:\d{1,2}:\d{2}(?::\d{2})?\b|\d{4}-\d{2}-\d{2}[T ]|[\w./-]+:\d+:|[+\-@]{1,3}\s"
     r"|def |class |import |from \S+ import |return\b|raise |if .*:$|for .*:$|[>E] {3,})"
@@ -252,10 +262,15 @@ def make_unit(
         letters = len(_NOT_LETTERS_RE.sub("", text))
     if letters < len(text) * 0.3:
         base -= 1.0
+    exception = _EXCEPTION_LINE_RE.match(text) if source.startswith("tool") else None
     if _NOISE_LINE_RE.match(text):
         base -= NOISE_PENALTY
+    elif exception:  # a traceback's last line (``E   KeyError: 'id'``) says what failed
+        found = [("exception", exception.group(1)), *found]
     elif source.startswith("tool") and kinds & KEY_VALUE_KINDS and len(text.split()) <= 4:
         base += KEY_VALUE_BONUS
+    elif source == "assistant" and _NARRATION_RE.match(text):
+        base -= NARRATION_PENALTY
     idents = tuple(
         dict.fromkeys((value.lower().strip("`"), IDENT_WEIGHTS[kind]) for kind, value in found)
     )

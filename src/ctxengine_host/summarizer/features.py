@@ -23,6 +23,9 @@ IDENT_WEIGHTS = {
     "code": 0.8,
     "name": 0.8,
     "date": 0.8,
+    #: The exception a tool line opens with: the first line naming it says what failed
+    #: (counted once, so repeated test runs do not all clear the tool-output bar).
+    "exception": 1.6,
     "ident": 0.2,
     "num": 0.1,
 }
