@@ -118,9 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     windows = [int(w) for w in args.windows.split(",")]
     results: dict[str, list[dict]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-quality-") as tmp:
-        plan = {
-            name: [build(k, s, Path(tmp)) for k, s in SETS[name]] for name in args.sets.split(",")
-        }
+        names = [name for name in args.sets.split(",") if name]  # --sets '': the real set alone
+        plan = {name: [build(k, s, Path(tmp)) for k, s in SETS[name]] for name in names}
         if args.real:
             plan["real"] = [Path(p) for p in args.real]
         for name, paths in plan.items():

@@ -516,9 +516,7 @@ class ToolRunner:
                 else {i: s.content for i, s in self.store.summaries_by_id(long_ids).items()}
             )
             for i, content in contents.items():
-                fragments = term_snippet(content, patterns[0], whole) or term_snippet(
-                    content, patterns[1], whole
-                )
+                fragments = term_snippet(content, patterns[0], whole, patterns[1])
                 if fragments is not None:
                     snippets[(kind, i)] = fragments
             stemmed = [i for i in long_ids if (kind, i) not in snippets]
