@@ -115,6 +115,7 @@ def test_query_alternatives_by_kind():
     assert "flushbatch" in texts["flush"]
     assert expand_query(fts_query('"flush batch" OR x')).expression is None
     assert "version" in synonyms_of("releases") and "listen" in synonyms_of("connections")
+    assert "restore" in synonyms_of("undone") and "revert" in synonyms_of("undo")
     assert derived_forms("write")[0] == "writer" and "installation" in derived_forms("installed")
 
 
