@@ -14,8 +14,9 @@ question shares with a step are often in one part of it while the fact is in ano
   (``a very small positive number (6.12e-17)``) while the output holds the value as
   printed (``6.123233995736766e-17``): it carries those results (``after_results``).
 
-Each attached text is the beginning of the message, ids to expand the rest. All of it
-is read in one look-up of the messages around the hits.
+Each attached text is the beginning of the message, ids to expand the rest, and each is
+shown once per search: a message that is a hit itself, or attached to an earlier hit, is
+named by its id alone. All of it is read in one look-up of the messages around the hits.
 """
 
 from __future__ import annotations
@@ -60,6 +61,19 @@ def attachments(store: LcmStore, hits: Sequence[SearchHit]) -> dict[int, dict[st
         if keys:
             out[hit.id] = keys
     return out
+
+
+def shown_once(items: list[dict[str, Any]]) -> None:
+    """Name by id alone, in place, each attached message that is itself a result or was
+    attached to an earlier one (the same output follows one hit and precedes the next)."""
+    seen = {item["id"] for item in items}
+    for item in items:
+        for key in KEYS:
+            for entry in item.get(key, ()):
+                for attached in (entry, *entry.get("tool_results", ())):
+                    if attached["id"] in seen:
+                        attached.pop("snippet", None)
+                    seen.add(attached["id"])
 
 
 def _results_before(loaded: Loaded, message: StoredMessage) -> list[StoredMessage]:

@@ -17,7 +17,7 @@ from typing import Any, Literal, cast
 import regex
 
 from .attached import KEYS as ATTACHED_KEYS
-from .attached import attachments
+from .attached import attachments, shown_once
 from .calls import decoded_calls
 from .config import LcmConfig
 from .query import Expansion, expand_query, merge_candidates
@@ -277,6 +277,7 @@ class ToolRunner:
             if h.kind == "message":
                 item.update(steps.get(h.id, {}))
             items.append(item)
+        shown_once(items)
         items = self._charge(items, access)
         result["results"] = items
         result["count"] = len(items)

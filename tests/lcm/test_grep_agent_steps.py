@@ -72,7 +72,9 @@ def test_bare_calls_after_a_hit_carry_its_thought_on(tmp_path, database):
         [task("Retry the gateway errors too."), announce, output(announce, ""), edit,
          output(edit, ""), check, output(check, "7:retry_on = [500, 502, 503]\n")],
     )  # fmt: skip
-    hit = next(r for r in grep(engine, "retry list")["results"] if "missing codes" in r["snippet"])
+    hit = next(
+        r for r in grep(engine, "missing codes")["results"] if "missing codes" in r["snippet"]
+    )
     assert len(hit["then"]) == 1  # up to the next thought
     assert "[500, 502, 503]" in hit["then"][0]["snippet"]
     assert hit["then"][0]["tool_results"][0]["id"].startswith("msg_")
@@ -88,4 +90,21 @@ def test_an_item_too_large_for_the_room_left_is_kept_without_its_steps(tmp_path,
     results = grep(engine, "parser", scope="messages")["results"]
     assert len(results) == 2
     assert "tool_results" in results[0] and "tool_results" not in results[1]
+    engine.dispose()
+
+
+def test_an_attached_message_is_shown_once_per_search(tmp_path, database):
+    """The output between two hits follows the first and precedes the second: its text is
+    shown under the first only, the second names it by id."""
+    engine = make_engine(tmp_path, database=database)
+    run = step("Print what the halving helper gives.", 'python -c "print(half_of(3))"')
+    react = step("The halving helper is off by a rounding artefact.", "grep -n half_of x.py")
+    printed = output(run, "1.4999999999999998\n")
+    engine.ingest("s1", [task("Fix it."), run, printed, react, output(react, "12:def half_of")])
+    results = grep(engine, "halving helper", scope="messages")["results"]
+    attached = [e for r in results for k in ("tool_results", "after_results") for e in r.get(k, [])]
+    shown = next(e["id"] for e in attached if "1.4999999999999998" in e.get("snippet", ""))
+    of_printed = [e for e in attached if e["id"] == shown]
+    assert len(of_printed) == 2 and sum("snippet" in e for e in of_printed) == 1
+    assert json.dumps(results).count("1.4999999999999998") == 1
     engine.dispose()
