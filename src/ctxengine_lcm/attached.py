@@ -39,9 +39,12 @@ Loaded = dict[int, StoredMessage]
 
 
 def attachments(store: LcmStore, hits: Sequence[SearchHit]) -> dict[int, dict[str, Any]]:
-    """The keys to add to each assistant message hit's result item, by the hit's id; no
-    look-up when no hit is an assistant message."""
+    """The keys to add to each assistant message hit's result item, by the hit's id. The
+    look-up is made only when a hit is (or may be) a tool call: hits of a conversation
+    without tool use (answers after the user's words) cost nothing."""
     mine = [h for h in hits if h.kind == "message" and h.role == "assistant"]
+    if all(h.tool_call is False for h in mine):
+        return {}
     wanted = {h.id + n for h in mine for n in range(-STEPS_AROUND, STEPS_AROUND + 1)}
     loaded = store.messages_by_id(sorted(i for i in wanted if i > 0)) if mine else {}
     out: dict[int, dict[str, Any]] = {}

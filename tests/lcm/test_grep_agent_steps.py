@@ -108,3 +108,14 @@ def test_an_attached_message_is_shown_once_per_search(tmp_path, database):
     assert len(of_printed) == 2 and sum("snippet" in e for e in of_printed) == 1
     assert json.dumps(results).count("1.4999999999999998") == 1
     engine.dispose()
+
+
+def test_answers_without_tool_use_cost_no_look_up(tmp_path, database, monkeypatch):
+    engine = make_engine(tmp_path, database=database)
+    answer = {"role": "assistant", "content": "The cache holds 512 entries.", "message_uid": uid()}
+    engine.ingest("s1", [task("How large is the cache?"), answer])
+    looked_up: list[object] = []
+    monkeypatch.setattr(engine.store, "messages_by_id", lambda ids: looked_up.append(ids) or {})
+    assert grep(engine, "cache entries", scope="messages")["count"] == 2
+    assert looked_up == []
+    engine.dispose()

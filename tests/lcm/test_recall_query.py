@@ -177,5 +177,7 @@ def test_only_an_assistant_hit_has_the_steps_around_it_looked_up(tmp_path, datab
     call_hit = next(
         r for r in both["results"] if r["role"] == "assistant" and "patch" in r["snippet"]
     )
-    assert call_hit["tool_results"][0]["snippet"] == "patch applied"
+    # The same result follows the call and precedes the answer: shown once, named twice.
+    assert call_hit["tool_results"][0]["id"] == hits["the timeout stays"]["after_results"][0]["id"]
+    assert json.dumps(both).count("patch applied") == 1
     engine.dispose()
