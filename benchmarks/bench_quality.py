@@ -3,6 +3,7 @@
     python benchmarks/bench_quality.py                 # tuning + held-out sets, 32k
     python benchmarks/bench_quality.py --windows 16000,32000 --json
     python benchmarks/bench_quality.py --real conv/*.jsonl   # converted real transcripts
+    python benchmarks/bench_quality.py --sets '' --real conv/*.jsonl   # the real set alone
     python benchmarks/bench_quality.py --engines lcm,lcm-semantic   # with the semantic index
 
 Three sets, reported separately (docs/quality.md says why): ``tuning`` (seeds an
