@@ -3,6 +3,7 @@
     python benchmarks/bench_quality.py                 # tuning + held-out sets, 32k
     python benchmarks/bench_quality.py --windows 16000,32000 --json
     python benchmarks/bench_quality.py --real conv/*.jsonl   # converted real transcripts
+    python benchmarks/bench_quality.py --sets '' --real conv/*.jsonl   # the real set alone
     python benchmarks/bench_quality.py --engines lcm,lcm-semantic   # with the semantic index
 
 Three sets, reported separately (docs/quality.md says why): ``tuning`` (seeds an
@@ -118,9 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     windows = [int(w) for w in args.windows.split(",")]
     results: dict[str, list[dict]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-quality-") as tmp:
-        plan = {
-            name: [build(k, s, Path(tmp)) for k, s in SETS[name]] for name in args.sets.split(",")
-        }
+        names = [name for name in args.sets.split(",") if name]  # --sets '': the real set alone
+        plan = {name: [build(k, s, Path(tmp)) for k, s in SETS[name]] for name in names}
         if args.real:
             plan["real"] = [Path(p) for p in args.real]
         for name, paths in plan.items():

@@ -75,6 +75,7 @@ SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
     ("slow", "latency", "performance", "bottleneck", "timeout"),
     ("memory", "ram", "oom", "heap"),
     ("remove", "delete", "drop", "rm", "unlink"),
+    ("undo", "undone", "revert", "restore", "rollback", "reset", "discard", "checkout"),
     ("add", "create", "insert", "new"),
     ("read", "load", "fetch", "open", "cat"),
     ("write", "save", "store", "persist", "dump"),

@@ -32,8 +32,13 @@ _REPEAT = 0.5
 _SHOWN_FACTOR = 0.25
 
 
-def term_snippet(text: str, patterns: Sequence[re.Pattern[str]], chars: int) -> str | None:
-    """Up to ``FRAGMENTS`` fragments of ``text`` of ``chars // FRAGMENTS`` characters each,
+def term_snippet(
+    text: str,
+    patterns: Sequence[re.Pattern[str]],
+    chars: int,
+    alternatives: Sequence[re.Pattern[str]] = (),
+) -> str | None:
+    """Up to ``FRAGMENTS`` fragments of ``text``, together about ``chars`` characters,
     joined by "…"; ``None`` when no pattern occurs (the caller falls back on the store's
     snippet: a term matched only by its stem).
 
@@ -43,28 +48,47 @@ def term_snippet(text: str, patterns: Sequence[re.Pattern[str]], chars: int) -> 
     weights of the terms it holds (a term an earlier fragment shows counts a quarter,
     each further occurrence adds half its weight again: a passage repeating a word is
     about it); the best fragment not overlapping one already chosen is taken next, the
-    earlier one among equals."""
+    earlier one among equals. Fragments the words as written leave free go to their
+    ``alternatives`` (other spellings and words, chosen the same way among themselves:
+    they never displace a fragment of the words as written). Fewer fragments than
+    ``FRAGMENTS`` share the characters the missing ones leave (a value a line after the
+    only word found is shown, not cut at a third of the room)."""
     scanned = text[:_MAX_SCAN_CHARS]
+    size = max(40, chars // FRAGMENTS)
+    chosen = _fragments(scanned, patterns, size, [])
+    if len(chosen) < FRAGMENTS and alternatives:
+        chosen += _fragments(scanned, alternatives, size, chosen)
+    if not chosen:
+        return None
+    width = max(size, chars // len(chosen))
+    return _joined(text, _merged([_window(anchor, width, len(scanned)) for _, anchor in chosen]))
+
+
+def _fragments(
+    scanned: str,
+    patterns: Sequence[re.Pattern[str]],
+    size: int,
+    taken: Sequence[tuple[tuple[int, int], int]],
+) -> list[tuple[tuple[int, int], int]]:
+    """(window, anchor) of the fragments of ``patterns`` chosen beside the ``taken`` ones,
+    at most ``FRAGMENTS`` in all, best first."""
     found = [[m.start() for m in islice(p.finditer(scanned), _MAX_OCCURRENCES)] for p in patterns]
     weights = [1.0 / len(starts) if starts else 0.0 for starts in found]
     occurrences = sorted((start, term) for term, starts in enumerate(found) for start in starts)
-    if not occurrences:
-        return None
-    size = max(40, chars // FRAGMENTS)
     starts = [start for start, _ in occurrences]
-    windows: dict[tuple[int, int], dict[int, int]] = {}
+    windows: dict[tuple[int, int], tuple[Counter[int], int]] = {}
     for start, anchor in occurrences[:_MAX_WINDOWS]:
         window = _window(start, size, len(scanned))
         inside = occurrences[bisect_left(starts, window[0]) : bisect_left(starts, window[1])]
         held = Counter(term for _, term in inside)
-        if weights[anchor] >= max(weights[t] for t in held):  # placed around its rarest
-            windows[window] = held
-    chosen: list[tuple[int, int]] = []
+        if weights[anchor] >= max(weights[t] for t in held) and window not in windows:
+            windows[window] = (held, start)  # placed around its rarest
+    chosen: list[tuple[tuple[int, int], int]] = []
     shown: set[int] = set()
-    while len(chosen) < FRAGMENTS:
+    while len(taken) + len(chosen) < FRAGMENTS:
         best: tuple[float, tuple[int, int]] | None = None
-        for window, terms in windows.items():  # in text order: equals keep the earlier
-            if any(window[0] < end and start < window[1] for start, end in chosen):
+        for window, (terms, _) in windows.items():  # in text order: equals keep the earlier
+            if any(window[0] < end and start < window[1] for (start, end), _ in (*taken, *chosen)):
                 continue
             score = sum(
                 weights[t] * (_SHOWN_FACTOR if t in shown else 1.0) * (1 + _REPEAT * (n - 1))
@@ -74,9 +98,20 @@ def term_snippet(text: str, patterns: Sequence[re.Pattern[str]], chars: int) -> 
                 best = (score, window)
         if best is None:
             break
-        chosen.append(best[1])
-        shown |= set(windows[best[1]])
-    return _joined(text, sorted(chosen))
+        chosen.append((best[1], windows[best[1]][1]))
+        shown |= set(windows[best[1]][0])
+    return chosen
+
+
+def _merged(windows: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``windows`` in text order, overlapping ones joined (widened ones may overlap)."""
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(windows):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
 
 
 def _window(start: int, size: int, length: int) -> tuple[int, int]:

@@ -16,8 +16,8 @@ from typing import Any, Literal, cast
 
 import regex
 
-from ctxengine_host.contract.messages import tool_call_ids
-
+from .attached import KEYS as ATTACHED_KEYS
+from .attached import attachments, shown_once
 from .calls import decoded_calls
 from .config import LcmConfig
 from .query import Expansion, expand_query, merge_candidates
@@ -56,9 +56,6 @@ _INNER_HITS = 5
 _INNER_WHOLE_CHARS = 300
 #: Source ids listed by lcm_describe.
 _DESCRIBE_SOURCES = 50
-#: Results looked for after a tool call hit, and the characters shown of each.
-_RESULTS_AHEAD = 8
-_RESULT_CHARS = 300
 #: Ids of folded near-duplicates listed under a relevance hit.
 _SIMILAR_IDS_SHOWN = 5
 #: Tokens reserved around a page of content for the keys and offsets of the result.
@@ -271,15 +268,16 @@ class ToolRunner:
             and budget.spend()
             else {}
         )
-        outputs = self._call_outputs(hits) if budget.spend() else {}
+        steps = attachments(self.store, hits) if budget.spend() else {}
         items = []
         for h in hits:
             expression = inner_expanded if (h.kind, h.id) in expanded_only else inner
             similar = folded.get((h.kind, h.id), ())
             item = self._hit_item(h, access, parents, expression, similar, budget, spans)
-            if h.id in outputs and h.kind == "message":
-                item["tool_results"] = outputs[h.id]
+            if h.kind == "message":
+                item.update(steps.get(h.id, {}))
             items.append(item)
+        shown_once(items)
         items = self._charge(items, access)
         result["results"] = items
         result["count"] = len(items)
@@ -516,9 +514,7 @@ class ToolRunner:
                 else {i: s.content for i, s in self.store.summaries_by_id(long_ids).items()}
             )
             for i, content in contents.items():
-                fragments = term_snippet(content, patterns[0], whole) or term_snippet(
-                    content, patterns[1], whole
-                )
+                fragments = term_snippet(content, patterns[0], whole, patterns[1])
                 if fragments is not None:
                     snippets[(kind, i)] = fragments
             stemmed = [i for i in long_ids if (kind, i) not in snippets]
@@ -572,41 +568,6 @@ class ToolRunner:
         else:
             found.sort(key=lambda f: (f[0].created_at, f[0].id), reverse=True)
         return _messages_first([h for h, _ in found], limit)
-
-    def _call_outputs(self, hits: list[SearchHit]) -> dict[int, list[dict[str, Any]]]:
-        """The results of each tool call hit, by the call's id: their ids and beginnings
-        (a search finds the command; its output, often without a word of the query,
-        is what the caller is after). Read in one look-up: results follow their call; none
-        when no hit is (or may be) a call."""
-        calls = [
-            h
-            for h in hits
-            if h.kind == "message" and h.role == "assistant" and h.tool_call is not False
-        ]
-        wanted = {h.id + n for h in calls for n in range(_RESULTS_AHEAD + 1)}
-        loaded = self.store.messages_by_id(sorted(wanted)) if calls else {}
-        outputs: dict[int, list[dict[str, Any]]] = {}
-        for hit in calls:
-            call = loaded.get(hit.id)
-            if call is None or not call.tool_name:
-                continue
-            ids = set(tool_call_ids(verbatim_message(call)))
-            found = []
-            for n in range(1, _RESULTS_AHEAD + 1):
-                output = loaded.get(hit.id + n)
-                if (
-                    output is None
-                    or output.conversation_id != call.conversation_id
-                    or output.seq != call.seq + n
-                    or output.tool_call_id not in ids
-                ):
-                    break
-                text = output.content
-                cut = text[:_RESULT_CHARS] + ("…" if len(text) > _RESULT_CHARS else "")
-                found.append({"id": message_ref(output.id), "snippet": cut})
-            if found:
-                outputs[hit.id] = found
-        return outputs
 
     def _hit_item(
         self,
@@ -908,19 +869,30 @@ class ToolRunner:
         kept: list[dict[str, Any]] = []
         charges: dict[int, int] = {}
         size = 0
-        for item in items:
-            grant_id = item.pop("_grant", None)
-            encoded = json.dumps(item, ensure_ascii=False)
-            if kept and size + len(encoded) > self.config.tool_output_max_chars:
-                break
-            if grant_id is not None:
-                grant = next(g for g in access.grants.values() if g.id == grant_id)
-                cost = self.count(encoded)
-                if grant.tokens_used + charges.get(grant_id, 0) + cost > grant.token_cap:
-                    continue
-                charges[grant_id] = charges.get(grant_id, 0) + cost
-            kept.append(item)
-            size += len(encoded)
+        for full in items:
+            grant_id = full.pop("_grant", None)
+            grant = next((g for g in access.grants.values() if g.id == grant_id), None)
+            spent = 0 if grant is None else grant.tokens_used + charges.get(grant.id, 0)
+            left = None if grant is None else grant.token_cap - spent
+            # An item too large for the room left is kept without the steps around it.
+            slim = {k: v for k, v in full.items() if k not in ATTACHED_KEYS}
+            chosen: tuple[dict[str, Any], int, int] | None = None
+            room = True
+            for item in (full, slim) if len(slim) < len(full) else (full,):
+                encoded = json.dumps(item, ensure_ascii=False)
+                room = not kept or size + len(encoded) <= self.config.tool_output_max_chars
+                cost = self.count(encoded) if room and left is not None else 0
+                if room and (left is None or cost <= left):
+                    chosen = (item, len(encoded), cost)
+                    break
+            if chosen is None:
+                if not room:
+                    break
+                continue  # beyond its grant's cap
+            kept.append(chosen[0])
+            size += chosen[1]
+            if grant is not None:
+                charges[grant.id] = charges.get(grant.id, 0) + chosen[2]
         for grant_id, tokens in charges.items():
             self.store.charge_grant(grant_id, tokens)
         return kept

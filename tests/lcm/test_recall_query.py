@@ -115,6 +115,7 @@ def test_query_alternatives_by_kind():
     assert "flushbatch" in texts["flush"]
     assert expand_query(fts_query('"flush batch" OR x')).expression is None
     assert "version" in synonyms_of("releases") and "listen" in synonyms_of("connections")
+    assert "restore" in synonyms_of("undone") and "revert" in synonyms_of("undo")
     assert derived_forms("write")[0] == "writer" and "installation" in derived_forms("installed")
 
 
@@ -152,11 +153,12 @@ def test_an_alternative_too_common_for_the_pool_is_not_searched(tmp_path, databa
     engine.dispose()
 
 
-def test_only_a_tool_call_hit_has_its_results_looked_up(tmp_path, database, monkeypatch):
+def test_only_an_assistant_hit_has_the_steps_around_it_looked_up(tmp_path, database, monkeypatch):
     engine = make_engine(tmp_path, database=database)
+    ask = {"role": "user", "content": "keep the value we agreed on", "message_uid": uid()}
     edit = tool_call("edit_file", {"path": "exports.toml", "patch": "+timeout = 120\n"})
     note = {"role": "assistant", "content": "the timeout stays", "message_uid": uid()}
-    engine.ingest("s1", [edit, result_of(edit, "patch applied"), note])
+    engine.ingest("s1", [ask, edit, result_of(edit, "patch applied"), note])
     looked_up: list[list[int]] = []
     by_id = engine.store.messages_by_id
 
@@ -165,12 +167,17 @@ def test_only_a_tool_call_hit_has_its_results_looked_up(tmp_path, database, monk
         return by_id(looked_up[-1])
 
     monkeypatch.setattr(engine.store, "messages_by_id", recorded)
-    answer = call(engine, "lcm_grep", {"pattern": "stays", "scope": "messages"})
-    assert answer["count"] == 1 and looked_up == []  # an answer, not a call
+    asked = call(engine, "lcm_grep", {"pattern": "agreed", "scope": "messages"})
+    assert asked["count"] == 1 and looked_up == []  # the user's words: no steps around
     both = call(engine, "lcm_grep", {"pattern": "timeout", "scope": "messages"})
-    assert len(looked_up) == 1
+    assert len(looked_up) == 1  # one look-up for all the hits
     hits = {r["snippet"]: r for r in both["results"]}
-    assert hits["the timeout stays"].get("tool_results") is None
-    call_hit = next(r for r in both["results"] if r["snippet"] != "the timeout stays")
-    assert call_hit["tool_results"][0]["snippet"] == "patch applied"
+    assert hits["the timeout stays"].get("tool_results") is None  # an answer, not a call
+    assert hits["the timeout stays"]["after_results"][0]["snippet"] == "patch applied"
+    call_hit = next(
+        r for r in both["results"] if r["role"] == "assistant" and "patch" in r["snippet"]
+    )
+    # The same result follows the call and precedes the answer: shown once, named twice.
+    assert call_hit["tool_results"][0]["id"] == hits["the timeout stays"]["after_results"][0]["id"]
+    assert json.dumps(both).count("patch applied") == 1
     engine.dispose()

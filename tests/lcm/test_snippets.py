@@ -33,3 +33,29 @@ def test_a_hostile_text_is_scanned_within_bounds():
     text = "word " * 400_000  # 2 MB, one term everywhere
     snippet = term_snippet(text, patterns("word", "absent"), 600)
     assert snippet is not None and len(snippet) <= 600 + FRAGMENTS + 1
+
+
+def test_one_fragment_takes_the_room_of_the_missing_ones():
+    """A report's environment block: the only word found ("Version") is two lines above
+    the value asked for; a third of the room would cut the fragment before it."""
+    filler = "The widget renders blank frames after resizing the main panel. " * 40
+    block = (
+        "  GL Version : 4.5 (Core Profile) Mesa 21.0.3\n\n"
+        "  Python 3.12.1 (main, Jan 9 2025, 10:11:12) [GCC 12.2.0]\n\n"
+        "          framelib : 2.41.7\n          numpy : 1.26.4\n"
+    )
+    text = f"{filler}{block}{filler}"
+    snippet = term_snippet(text, patterns("version"), 600)
+    assert snippet is not None and "framelib : 2.41.7" in snippet
+    assert len(snippet) <= 600 + 2
+
+
+def test_alternatives_fill_only_the_fragments_the_words_leave_free():
+    filler = "nothing to see in this part of the long text, just filler words. " * 30
+    text = f"{filler}the release notes mention it. {filler}Version: 3.3.7 {filler}"
+    both = term_snippet(text, patterns("release"), 600, patterns("version"))
+    assert both is not None and "release notes" in both and "Version: 3.3.7" in both
+    assert term_snippet(text, patterns("absent"), 600, patterns("version")) is not None
+    crowded = f"{filler}release one {filler}release two {filler}release three {text}"
+    only_written = term_snippet(crowded, patterns("release"), 600, patterns("version"))
+    assert only_written is not None and "Version: 3.3.7" not in only_written
