@@ -36,9 +36,7 @@ def splits_into_words(text: str) -> bool:
     """Whether every space of ``text`` starts a piece: ASCII, no whitespace but single
     spaces (one at either end included)."""
     return (
-        len(text) >= MIN_CHARS
-        and text.isascii()
-        and not any(s in text for s in _OTHER_ASCII_SPACE)
+        len(text) >= MIN_CHARS and text.isascii() and not any(s in text for s in _OTHER_ASCII_SPACE)
     )
 
 
