@@ -63,27 +63,27 @@ def test_a_bulk_ingest_writes_bounded_batches(tmp_path, database, monkeypatch):
         engine.dispose()
 
 
-def test_append_records_are_built_when_read_and_equal_the_stored_rows(tmp_path, database):
+def test_an_append_reports_the_rows_as_stored_built_when_read(tmp_path, database):
+    """The engine renders its own appends from what ``append`` returns instead of reading
+    them back, so that must be the stored row, field for field; a bulk load reads none of
+    them, so none is built until read."""
     engine = make_engine(tmp_path, database=database)
     try:
-        store = engine.store
-        conversation = store.current_conversation("s1")
-        store.append_messages(
-            conversation.id,
-            [NewMessage("a", "user", "first", "{}", None, None, 4, 4, False, 1.5, "d1")],
-        )
+        conversation = engine.store.current_conversation("s1").id
+        first = [NewMessage("a", "user", "first", "{}", None, None, 4, 4, False, 1.5, "d1")]
+        engine.store.append_messages(conversation, first)
         new = [
             NewMessage("b", "user", "second", "{}", None, None, 5, 5, False, 2.5, "d2"),
             NewMessage("c", "tool", "out", "{}", "call_1", "shell", 90, 9, True, 3.5, "d3"),
         ]
-        appended = store.append(conversation.id, new)
+        appended = engine.store.append(conversation, new)
         assert appended.count == 2
         assert "messages" not in vars(appended) and "items" not in vars(appended)
-        by_id = store.messages_by_id([m.id for m in appended.messages])
+        by_id = engine.store.messages_by_id([m.id for m in appended.messages])
         assert [by_id[m.id] for m in appended.messages] == list(appended.messages)
         assert [m.seq for m in appended.messages] == [2, 3]
-        assert list(appended.items) == store.context_items(conversation.id)[-2:]
-        assert store.append(conversation.id, new).count == 0  # known versions: nothing new
+        assert list(appended.items) == engine.store.context_items(conversation)[-2:]
+        assert engine.store.append(conversation, new).count == 0  # known versions: no change
     finally:
         engine.dispose()
 
