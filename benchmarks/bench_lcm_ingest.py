@@ -7,7 +7,8 @@ what each part costs on one thread:
 
 - ``count``: the engine's token count of each message (``TokenCounter.count_any``, tiktoken);
 - ``rows``: ``render.to_new_message`` (stored columns, extra JSON, version digest);
-- ``store``: ``SqliteStore.append`` of those rows in 500s (rows, indexes, FTS5, commit).
+- ``store``: ``SqliteStore.append`` of those rows in ``INGEST_BATCH``s (rows, indexes, FTS5,
+  commit).
 
 ``--semantic`` (needs ``ctxengine-lcm[semantic]``) adds what the optional semantic index
 costs, in process CPU (the tokenizer runs on its own threads): embedding and storing a
