@@ -16,7 +16,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -53,10 +52,9 @@ Message = dict[str, Any]
 
 #: Session id used when the host never named one.
 DEFAULT_SESSION_ID = "default"
-#: Messages per ingest transaction.
-INGEST_BATCH = 500
-#: Batches at least this large are token-counted on two pool threads.
-PARALLEL_COUNT_MIN = 200
+#: Messages per ingest transaction: a bulk load pays each transaction's fixed statements
+#: (counters, id read-back, FTS5 insert, commit) once per this many messages.
+INGEST_BATCH = 1_000
 #: At most this many uids of a request's live view are looked up when the engine has no
 #: mark of what it checked before (a new process or a rewritten view).
 CATCH_UP_LIMIT = 5_000
@@ -116,7 +114,6 @@ class LcmEngine(ContextEngine):
         self._addition_tokens: int | None = None
         #: The room the last request had for the conversation (0: no request yet).
         self._room = 0
-        self._count_pool: ThreadPoolExecutor | None = None
 
     # Store and session plumbing.
 
@@ -307,9 +304,6 @@ class LcmEngine(ContextEngine):
         return self.clone_for_agent()
 
     def dispose(self) -> None:
-        if self._count_pool is not None:
-            self._count_pool.shutdown(wait=False)
-            self._count_pool = None
         if self._store is not None:
             self._store.close()
             self._store = None
@@ -624,21 +618,18 @@ class LcmEngine(ContextEngine):
             position = (
                 0 if whole_history else self.store.conversation(conversation_id).message_count
             )
-        starts = range(0, len(valid), INGEST_BATCH)
+        count = self.context.count_tokens
         added = 0
-        counted = self._count_soon(valid[:INGEST_BATCH])
-        for start in starts:
+        for start in range(0, len(valid), INGEST_BATCH):
             batch = valid[start : start + INGEST_BATCH]
-            tokens = counted()
-            # Count the next batch on the pool while this one is written (SQLite and the
-            # tokenizer both release the GIL, so the two overlap on two cores).
-            counted = self._count_soon(valid[start + INGEST_BATCH : start + 2 * INGEST_BATCH])
+            # Counted here, on the calling thread: handing batches to counting threads cost
+            # more in hand-offs and GIL switches than the overlap with the writes saved.
             records = [
                 self._record(
                     m,
                     conversation_id,
                     None if position is None else position + start + n,
-                    tokens[n],
+                    count(m),
                 )
                 for n, m in enumerate(batch)
             ]
@@ -647,23 +638,8 @@ class LcmEngine(ContextEngine):
             if len(self._stored_uids) > CATCH_UP_LIMIT:  # a bulk load: not worth holding
                 self._stored_uids = set()
             self._stored_uids.update((r.message_uid, r.digest) for r in records)
-            added += len(appended.messages)
+            added += appended.count
         return added
-
-    def _count_soon(self, messages: list[Message]) -> Callable[[], list[int]]:
-        """Token counts of ``messages``, computed now (small batches) or on two pool threads."""
-        count = self.context.count_tokens
-        if len(messages) < PARALLEL_COUNT_MIN:
-            counts = [count(m) for m in messages]
-            return lambda: counts
-        if self._count_pool is None:
-            self._count_pool = ThreadPoolExecutor(2, thread_name_prefix="lcm-count")
-        half = len(messages) // 2
-        futures = [
-            self._count_pool.submit(lambda part: [count(m) for m in part], part)
-            for part in (messages[:half], messages[half:])
-        ]
-        return lambda: [n for future in futures for n in future.result()]
 
     def _record(
         self, message: Message, conversation_id: int, position: int | None, tokens: int

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal, Protocol
 
 ItemKind = Literal["message", "summary"]
@@ -113,11 +114,37 @@ class Appended:
     Every change of a conversation's context moves its version by one in the same
     transaction, so a caller holding the items of ``version - 1`` can extend them with
     ``items`` instead of reading the whole context again.
+
+    ``messages`` and ``items`` are built from the new rows when first read: a bulk load,
+    whose caller holds no context to extend, reads neither and builds none of them.
     """
 
-    messages: tuple[StoredMessage, ...] = ()
-    items: tuple[ContextItem, ...] = ()
     version: int | None = None
+    conversation_id: int = 0
+    first_seq: int = 0
+    #: (ordinal, message id) of each new message's context item, in seq order.
+    item_rows: tuple[tuple[int, int], ...] = ()
+    fresh: tuple[NewMessage, ...] = ()
+
+    @property
+    def count(self) -> int:
+        """How many messages were new."""
+        return len(self.fresh)
+
+    @cached_property
+    def items(self) -> tuple[ContextItem, ...]:
+        return tuple(
+            ContextItem(ordinal, "message", ref, m.context_tokens, -1, m.role)
+            for (ordinal, ref), m in zip(self.item_rows, self.fresh, strict=True)
+        )
+
+    @cached_property
+    def messages(self) -> tuple[StoredMessage, ...]:
+        first, conversation = self.first_seq, self.conversation_id
+        return tuple(  # positional: a keyword call through vars() costs twice as much per row
+            StoredMessage(ref, conversation, first + n, *m.columns())
+            for n, ((_, ref), m) in enumerate(zip(self.item_rows, self.fresh, strict=True))
+        )
 
 
 @dataclass(frozen=True)

@@ -94,15 +94,8 @@ def appended(
 ) -> Appended:
     """The record of an append, from the stored messages and their context items' rows
     (ordinal, message id): the ids come from the database, everything else is known."""
-    items = [
-        ContextItem(ordinal, "message", ref, m.context_tokens, -1, m.role)
-        for (ordinal, ref), m in zip(sorted(item_rows, key=tuple), fresh, strict=True)
-    ]
-    stored = [  # positional: a keyword call through vars() costs twice as much per row
-        StoredMessage(i.ref_id, conversation_id, first_seq + n, *m.columns())
-        for n, (i, m) in enumerate(zip(items, fresh, strict=True))
-    ]
-    return Appended(tuple(stored), tuple(items), version)
+    rows = tuple((ordinal, ref) for ordinal, ref in sorted(item_rows, key=tuple))
+    return Appended(version, conversation_id, first_seq, rows, tuple(fresh))
 
 
 def run_unchanged(current: Iterable[Sequence[Any]], items: Sequence[ContextItem]) -> bool:
@@ -221,7 +214,7 @@ class StoreCommon:
     def append_messages(self, conversation_id: int, messages: Sequence[NewMessage]) -> int:
         """Store new messages and append them to the active context; returns how many were
         new (known uids are skipped)."""
-        return len(self.append(conversation_id, messages).messages)
+        return self.append(conversation_id, messages).count
 
     def append(self, conversation_id: int, messages: Sequence[NewMessage]) -> Appended:
         """Store new messages and append them to the active context; known uids are skipped.

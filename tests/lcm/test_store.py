@@ -76,22 +76,3 @@ def test_missed_messages_are_stored_in_their_history_position(tmp_path, database
         assert check_invariants(database)["messages"] == 5
     finally:
         engine.dispose()
-
-
-def test_an_append_reports_the_rows_as_stored(tmp_path, database):
-    """The engine renders its own appends from what ``append`` returns instead of reading
-    them back, so that must be the stored row, field for field."""
-    engine = make_engine(tmp_path, database=database)
-    try:
-        store = engine.store
-        conv = store.current_conversation("s1")
-        new = [
-            NewMessage("a", "user", "first", "{}", None, None, 4, 4, False, 1.5, "d1"),
-            NewMessage("b", "tool", "out", "{}", "call_1", "shell", 90, 9, True, 2.5, "d2"),
-        ]
-        appended = store.append(conv.id, new)
-        assert [m.seq for m in appended.messages] == [1, 2]
-        by_id = store.messages_by_id([m.id for m in appended.messages])
-        assert [by_id[m.id] for m in appended.messages] == list(appended.messages)
-    finally:
-        engine.dispose()
