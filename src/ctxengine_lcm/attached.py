@@ -46,7 +46,7 @@ def attachments(store: LcmStore, hits: Sequence[SearchHit]) -> dict[int, dict[st
     if all(h.tool_call is False for h in mine):
         return {}
     wanted = {h.id + n for h in mine for n in range(-STEPS_AROUND, STEPS_AROUND + 1)}
-    loaded = store.messages_by_id(sorted(i for i in wanted if i > 0)) if mine else {}
+    loaded = store.messages_by_id(sorted(i for i in wanted if i > 0))
     out: dict[int, dict[str, Any]] = {}
     for hit in mine:
         message = loaded.get(hit.id)

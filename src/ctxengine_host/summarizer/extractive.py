@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import structure as st
-from .features import CUE_WEIGHTS, IDENT_WEIGHTS, extract
+from .features import CUE_WEIGHTS, IDENT_WEIGHTS, extract, leading_exception
 from .files import FileLedger
 from .render import labelled_pieces
 
@@ -122,9 +122,6 @@ _STOPWORDS = frozenset(
 _NOT_LETTERS_RE = re.compile(r"[^A-Za-z]+")
 #: Every byte but the ASCII letters: deleted to count the letters of an ASCII text.
 _NOT_LETTER_BYTES = bytes(b for b in range(256) if not chr(b).isascii() or not chr(b).isalpha())
-_EXCEPTION_LINE_RE = re.compile(
-    r"^(?:E\s+)?((?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Failure|Fault))(?::\s|:?$)"
-)
 _NARRATION_RE = re.compile(
     r"(?i)^(?:(?:now|next|first|then|so|ok|okay|great|good|perfect)[,!.]?\s+)*"
     r"(?:let me|let's|i'll|i will|i'm going to)\b"
@@ -262,11 +259,11 @@ def make_unit(
         letters = len(_NOT_LETTERS_RE.sub("", text))
     if letters < len(text) * 0.3:
         base -= 1.0
-    exception = _EXCEPTION_LINE_RE.match(text) if source.startswith("tool") else None
+    exception = leading_exception(text) if source.startswith("tool") else None
     if _NOISE_LINE_RE.match(text):
         base -= NOISE_PENALTY
     elif exception:  # a traceback's last line (``E   KeyError: 'id'``) says what failed
-        found = [("exception", exception.group(1)), *found]
+        found = [("exception", exception), *found]
     elif source.startswith("tool") and kinds & KEY_VALUE_KINDS and len(text.split()) <= 4:
         base += KEY_VALUE_BONUS
     elif source == "assistant" and _NARRATION_RE.match(text):

@@ -54,8 +54,12 @@ _CUE_WORDS = {
 }
 #: How the names of exception classes end (``KeyError``, ``IOException``).
 _EXCEPTION_ENDINGS = ("Error", "Exception", "Failure", "Fault")
-_EXCEPTION_RE = re.compile(
-    r"(?<![A-Za-z])[A-Z][A-Za-z0-9]*(?:Error|Exception|Failure|Fault)(?![a-z])"
+_EXCEPTION_ENDING = "(?:" + "|".join(_EXCEPTION_ENDINGS) + ")"
+_EXCEPTION_RE = re.compile(rf"(?<![A-Za-z])[A-Z][A-Za-z0-9]*{_EXCEPTION_ENDING}(?![a-z])")
+#: A line opening with an exception's (dotted) name: a traceback's last line, or pytest's
+#: ``E   KeyError: 'id'``.
+_EXCEPTION_LINE_RE = re.compile(
+    rf"^(?:E\s+)?((?:[a-z_]\w*\.)*[A-Z]\w*{_EXCEPTION_ENDING})(?::\s|:?$)"
 )
 CUE_BY_WORD = {word: cue for cue, words in _CUE_WORDS.items() for word in words.split()}
 CUE_PHRASES = (
@@ -308,6 +312,12 @@ def _names_exception(text: str) -> bool:
     """``ValueError``, ``FileNotFoundError(``, ``TimeoutException``: an error met, though
     no cue word stands alone in it (the substring test keeps the regex off most lines)."""
     return any(end in text for end in _EXCEPTION_ENDINGS) and bool(_EXCEPTION_RE.search(text))
+
+
+def leading_exception(text: str) -> str | None:
+    """The name of the exception a line opens with (``KeyError: 'id'``), or None."""
+    match = _EXCEPTION_LINE_RE.match(text)
+    return match.group(1) if match else None
 
 
 def extract(text: str) -> Features:
