@@ -65,6 +65,19 @@ def test_claude_code_session(tmp_path):
     assert "rewound" not in (tmp_path / "cc.jsonl").read_text()
 
 
+def test_claude_code_results_of_parallel_calls(tmp_path):
+    """Each result hangs on its own call's line (Claude Code 2.1): none is lost as a branch."""
+    path = SAMPLES / "claude-code-parallel.jsonl"
+    report = convert("claude-code", path, tmp_path / "cc.jsonl")
+    parsed = load_session(tmp_path / "cc.jsonl")
+    assert roles(parsed) == ["user", "assistant", "tool", "tool", "assistant"]
+    assert [m["tool_call_id"] for m in parsed.messages[2:4]] == ["toolu_h1", "toolu_h2"]
+    assert "HEALTH_TIMEOUT_MS)" in parsed.messages[2]["content"]
+    assert report["dropped"]["messages on abandoned branches (rewinds, edits)"] == 1
+    assert report["repaired"] == {}
+    assert "rewound" not in (tmp_path / "cc.jsonl").read_text()
+
+
 def test_codex_rollout(tmp_path):
     report = convert("codex", SAMPLES / "codex-rollout.jsonl", tmp_path / "codex.jsonl")
     parsed = load_session(tmp_path / "codex.jsonl")

@@ -6,7 +6,9 @@ several lines (one per content block) sharing ``message.id``, and they are joine
 again. The conversation is the chain of ``parentUuid`` links ending at the last
 message (``logicalParentUuid`` bridges a compaction boundary), so branches left by
 rewinds and edits are not mixed in; sub-agent lines (``isSidechain``) belong to other
-conversations. Thinking blocks are kept with their signatures.
+conversations. The result of a call hangs on the line of that call, so when an answer
+makes several calls the results of all but the last sit beside the chain: they are taken
+back in. Thinking blocks are kept with their signatures.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ def read(text: str) -> Imported:
     if not main:
         raise TranscriptError("no user or assistant message lines; is this a Claude Code session?")
     chain = _chain(main[-1], by_uuid)
+    chain |= _results_beside(main, chain, by_uuid)
     current = [v for v in main if id(v) in chain]
     if len(current) < len(main):
         imported.drop("messages on abandoned branches (rewinds, edits)", len(main) - len(current))
@@ -87,6 +90,40 @@ def _chain(last: dict[str, Any], by_uuid: dict[str, dict[str, Any]]) -> set[int]
         parent = node.get("parentUuid") or node.get("logicalParentUuid")
         node = by_uuid.get(parent) if isinstance(parent, str) else None
     return seen
+
+
+def _results_beside(
+    main: list[dict[str, Any]], chain: set[int], by_uuid: dict[str, dict[str, Any]]
+) -> set[int]:
+    """ids of the result-only lines hung on a chain line that answer chain calls left open.
+
+    Claude Code writes the calls of one answer as a chain of lines and each result under
+    its own call's line, so only the last call's result continues the chain. A line of an
+    abandoned branch never answers a call the chain leaves open, so none is taken back.
+    """
+    on_chain = [v for v in main if id(v) in chain]
+    called = {b.get("id") for v in on_chain for b in _typed(v, "tool_use")}
+    answered = {b.get("tool_use_id") for v in on_chain for b in _typed(v, "tool_result")}
+    beside: set[int] = set()
+    for line in main:
+        parent = by_uuid.get(line.get("parentUuid") or "")
+        if id(line) in chain or parent is None or id(parent) not in chain:
+            continue
+        content = line["message"].get("content")
+        results = _typed(line, "tool_result")
+        ids = {b.get("tool_use_id") for b in results}
+        if results and len(results) == len(content) and ids <= called - answered:
+            beside.add(id(line))
+            answered |= ids
+    return beside
+
+
+def _typed(line: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    """The ``kind`` blocks of a line's message content."""
+    content = line["message"].get("content")
+    if not isinstance(content, list):
+        return []
+    return [b for b in content if isinstance(b, dict) and b.get("type") == kind]
 
 
 def _as_blocks(content: Any) -> list[Any]:
