@@ -130,6 +130,16 @@ def test_openhands_events(tmp_path, name):
         assert report["repaired"] == {"tool calls without a recorded result (result added)": 1}
 
 
+def test_openhands_command_without_output_keeps_its_outcome(tmp_path):
+    """An empty command observation is stood in for by the event's message (the exit code)."""
+    convert("openhands", SAMPLES / "openhands-v0-quiet.json", tmp_path / "oh.jsonl")
+    parsed = load_session(tmp_path / "oh.jsonl")
+    assert roles(parsed) == ["user", "assistant", "tool", "assistant"]
+    assert parsed.messages[2]["content"] == (
+        "Command `mv notes.txt todo.txt` executed with exit code 0."
+    )
+
+
 def test_replay_reads_a_transcript_directly(tmp_path):
     done = ctxengine(
         "replay", "--engine", "legacy", "--from", "claude-code",

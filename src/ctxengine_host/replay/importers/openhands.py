@@ -87,8 +87,10 @@ def _v0(event: dict[str, Any], group, imported: Imported) -> tuple[list, Any]:
         return [], group
     if "observation" in event:
         if meta.get("tool_call_id"):
-            result = {"role": "tool", "tool_call_id": meta["tool_call_id"], "content": ""}
-            result["content"] = str(event.get("content", ""))
+            # a command with no output still told the model how it ended (exit code);
+            # the event's one-line message carries that, its empty content does not
+            text = str(event.get("content") or event.get("message") or "")
+            result = {"role": "tool", "tool_call_id": meta["tool_call_id"], "content": text}
             return [_stamp(result, event)], group
         imported.drop(f"'{event['observation']}' observations without a tool call")
         return [], group
