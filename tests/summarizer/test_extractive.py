@@ -321,3 +321,19 @@ def test_an_exception_line_counts_once_and_narration_gives_way():
     text = ExtractiveBackend(TokenCounter().count_text).summarize(messages, 300)
     assert text.count("KeyError: 'order_ref'") == 1, text
     assert "let me run" not in text.lower()
+
+
+def test_features_handed_out_by_the_cache_cannot_be_changed():
+    """``extract`` caches per text (a rolling summary re-parses its lines at every merge), so
+    a caller that changed the features it got would change them for every later unit."""
+    from dataclasses import FrozenInstanceError
+
+    from ctxengine_host.summarizer.features import extract
+
+    text = "Decided to pin psycopg==3.1.18 because 3.2 broke the pool (see ERR_POOL_7)."
+    first = extract(text)
+    assert extract(text) is first
+    assert first.idents and first.cues
+    with pytest.raises(FrozenInstanceError):
+        first.cues = frozenset()  # type: ignore[misc]
+    assert isinstance(first.idents, tuple) and isinstance(first.cues, frozenset)

@@ -199,7 +199,7 @@ def focus_terms(focus_topic: str | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(w for w in words if w not in _STOPWORDS))
 
 
-def _section(source: str, cues: set[str], kinds: set[str]) -> str:
+def _section(source: str, cues: frozenset[str], kinds: set[str]) -> str:
     """Where a unit belongs in the summary, from who said it and what it says."""
     if source.startswith("context"):
         return st.CONTEXT
@@ -263,7 +263,7 @@ def make_unit(
     if _NOISE_LINE_RE.match(text):
         base -= NOISE_PENALTY
     elif exception:  # a traceback's last line (``E   KeyError: 'id'``) says what failed
-        found = [("exception", exception), *found]
+        found = (("exception", exception), *found)
     elif source.startswith("tool") and kinds & KEY_VALUE_KINDS and len(text.split()) <= 4:
         base += KEY_VALUE_BONUS
     elif source == "assistant" and _NARRATION_RE.match(text):
@@ -282,7 +282,7 @@ def make_unit(
         section=section or _section(source, cues, kinds),
         cost=estimate_tokens(text) + 3 + (len(source) + 5 if source.startswith("tool") else 0),
         from_previous=from_previous,
-        cues=frozenset(cues),
+        cues=cues,
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 #: What each kind of identifier is worth to a summary.
 IDENT_WEIGHTS = {
@@ -246,10 +247,12 @@ _IS_NOW_RE = re.compile(
 _SET_HINTS = (" to ", " is now ", " are now ", " should be ")
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Features:
-    idents: list[tuple[str, str]]  # (kind, value)
-    cues: set[str]
+    """What one unit says; immutable, because :func:`extract` hands out cached ones."""
+
+    idents: tuple[tuple[str, str], ...]  # (kind, value)
+    cues: frozenset[str]
     words: tuple[str, ...]  # rare-word candidates
     keys: tuple[tuple[str, str], ...]  # (key, value) this sentence sets
 
@@ -320,6 +323,13 @@ def leading_exception(text: str) -> str | None:
     return match.group(1) if match else None
 
 
+#: Distinct units :func:`extract` remembers. A rolling summary is parsed back into units at
+#: every merge, and the same lines recur in tool loops: about a third of the calls of a long
+#: replay repeat a recent text.
+EXTRACT_CACHE_SIZE = 8192
+
+
+@lru_cache(maxsize=EXTRACT_CACHE_SIZE)
 def extract(text: str) -> Features:
     """The features of one sentence or line, in one pass over its tokens."""
     tokens = text.split()
@@ -372,7 +382,12 @@ def extract(text: str) -> Features:
     if "error" not in cues and _names_exception(text):
         cues.add("error")
     rare.extend("#" + value.lower() for kind, value in found if kind in DISTINCTIVE_KINDS)
-    return Features(found, cues, tuple(dict.fromkeys(rare)), supersession_keys(lowered, found))
+    return Features(
+        tuple(found),
+        frozenset(cues),
+        tuple(dict.fromkeys(rare)),
+        supersession_keys(lowered, found),
+    )
 
 
 def supersession_keys(lowered: str, idents: list[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
