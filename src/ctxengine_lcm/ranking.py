@@ -24,6 +24,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from itertools import islice
 
 from .store import SearchHit
 
@@ -142,6 +143,36 @@ def _needle(term: str) -> str | None:
     """What a text must contain (lowercased) to hold ``term``: its first word, when ASCII."""
     first = term.split()[0] if term.split() else ""
     return first if first.isascii() else None
+
+
+def folded_aligned(text: str) -> str | None:
+    """``text`` lowercased for :func:`occurrences`, or None when lowercasing changes its
+    length (positions in it would not be positions in ``text``)."""
+    lowered = _folded(text)
+    return lowered if len(lowered) == len(text) else None
+
+
+def occurrences(
+    text: str, term: tuple[str, bool], limit: int, lowered: str | None = None
+) -> list[int]:
+    """The first ``limit`` starts of ``term`` ((text, is_prefix), lowercased) in ``text``,
+    where :func:`exact_pattern` matches.
+
+    A regex that opens with a lookbehind and ignores case scans every position (3 ms for
+    100,000 characters); with ``lowered`` (:func:`folded_aligned` of ``text``) the term's
+    ASCII needle is found at C speed and the regex only confirms each place it occurs, as
+    :func:`_holdings` does."""
+    pattern = exact_pattern(*term)
+    needle = _needle(term[0])
+    if needle is None or lowered is None:
+        return [match.start() for match in islice(pattern.finditer(text), limit)]
+    starts: list[int] = []
+    at = lowered.find(needle)
+    while at >= 0 and len(starts) < limit:
+        if pattern.match(text, at) is not None:
+            starts.append(at)
+        at = lowered.find(needle, at + 1)
+    return starts
 
 
 def _holdings(texts: Sequence[str], terms: Sequence[tuple[str, bool]]) -> list[list[bool]]:

@@ -11,11 +11,11 @@ text order, together no longer than a whole short text.
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Sequence
-from itertools import islice
+
+from . import ranking
 
 #: Fragments shown of one long text.
 FRAGMENTS = 3
@@ -34,12 +34,13 @@ _SHOWN_FACTOR = 0.25
 
 def term_snippet(
     text: str,
-    patterns: Sequence[re.Pattern[str]],
+    terms: Sequence[tuple[str, bool]],
     chars: int,
-    alternatives: Sequence[re.Pattern[str]] = (),
+    alternatives: Sequence[tuple[str, bool]] = (),
 ) -> str | None:
     """Up to ``FRAGMENTS`` fragments of ``text``, together about ``chars`` characters,
-    joined by "…"; ``None`` when no pattern occurs (the caller falls back on the store's
+    joined by "…"; ``None`` when no term ((text, is_prefix), as ``ranking.exact_pattern``
+    matches it) occurs (the caller falls back on the store's
     snippet: a term matched only by its stem).
 
     A term's weight is the inverse of its occurrences in the text. Each fragment is
@@ -55,9 +56,10 @@ def term_snippet(
     only word found is shown, not cut at a third of the room)."""
     scanned = text[:_MAX_SCAN_CHARS]
     size = max(40, chars // FRAGMENTS)
-    chosen = _fragments(scanned, patterns, size, [])
+    lowered = ranking.folded_aligned(scanned)
+    chosen = _fragments(scanned, lowered, terms, size, [])
     if len(chosen) < FRAGMENTS and alternatives:
-        chosen += _fragments(scanned, alternatives, size, chosen)
+        chosen += _fragments(scanned, lowered, alternatives, size, chosen)
     if not chosen:
         return None
     width = max(size, chars // len(chosen))
@@ -66,13 +68,14 @@ def term_snippet(
 
 def _fragments(
     scanned: str,
-    patterns: Sequence[re.Pattern[str]],
+    lowered: str | None,
+    terms: Sequence[tuple[str, bool]],
     size: int,
     taken: Sequence[tuple[tuple[int, int], int]],
 ) -> list[tuple[tuple[int, int], int]]:
-    """(window, anchor) of the fragments of ``patterns`` chosen beside the ``taken`` ones,
+    """(window, anchor) of the fragments of ``terms`` chosen beside the ``taken`` ones,
     at most ``FRAGMENTS`` in all, best first."""
-    found = [[m.start() for m in islice(p.finditer(scanned), _MAX_OCCURRENCES)] for p in patterns]
+    found = [ranking.occurrences(scanned, term, _MAX_OCCURRENCES, lowered) for term in terms]
     weights = [1.0 / len(starts) if starts else 0.0 for starts in found]
     occurrences = sorted((start, term) for term, starts in enumerate(found) for start in starts)
     starts = [start for start, _ in occurrences]
@@ -87,12 +90,12 @@ def _fragments(
     shown: set[int] = set()
     while len(taken) + len(chosen) < FRAGMENTS:
         best: tuple[float, tuple[int, int]] | None = None
-        for window, (terms, _) in windows.items():  # in text order: equals keep the earlier
+        for window, (held, _) in windows.items():  # in text order: equals keep the earlier
             if any(window[0] < end and start < window[1] for (start, end), _ in (*taken, *chosen)):
                 continue
             score = sum(
                 weights[t] * (_SHOWN_FACTOR if t in shown else 1.0) * (1 + _REPEAT * (n - 1))
-                for t, n in terms.items()
+                for t, n in held.items()
             )
             if best is None or score > best[0]:
                 best = (score, window)

@@ -21,7 +21,7 @@ from .attached import attachments, shown_once
 from .calls import decoded_calls
 from .config import LcmConfig
 from .query import Expansion, expand_query, merge_candidates
-from .ranking import exact_pattern, fold_similar, query_terms, rerank
+from .ranking import fold_similar, query_terms, rerank
 from .render import iso_time, message_ref, summary_ref, verbatim_message
 from .search import (
     FtsQuery,
@@ -379,9 +379,8 @@ class ToolRunner:
         leaders.sort(key=lambda h: h.score or 0.0)
         shown = _messages_first(leaders, limit)
         snippets_for = result.get("_fts_query_expanded") or query.expression
-        written = [exact_pattern(text, prefix) for text, prefix in terms]
-        others = [exact_pattern(text, False) for group in alternatives for text, _ in group]
-        return self._with_snippets(shown, snippets_for, (written, others), budget), similar
+        others = [(text, False) for group in alternatives for text, _ in group]
+        return self._with_snippets(shown, snippets_for, (list(terms), others), budget), similar
 
     def _nearest(
         self,
@@ -491,11 +490,11 @@ class ToolRunner:
         self,
         hits: list[SearchHit],
         expression: str,
-        patterns: tuple[list[re.Pattern[str]], list[re.Pattern[str]]],
+        terms: tuple[list[tuple[str, bool]], list[tuple[str, bool]]],
         budget: WorkBudget,
     ) -> list[SearchHit]:
         """``hits`` with each previewed long text replaced by fragments around the query's
-        rarest words in it (snippets.py): the words as written (``patterns[0]``), else
+        rarest words in it (snippets.py): the words as written (``terms[0]``), else
         their alternatives, else the store's snippet (a stemmed match); out of budget:
         its beginning."""
         whole = self.config.grep_whole_text_chars
@@ -514,7 +513,7 @@ class ToolRunner:
                 else {i: s.content for i, s in self.store.summaries_by_id(long_ids).items()}
             )
             for i, content in contents.items():
-                fragments = term_snippet(content, patterns[0], whole, patterns[1])
+                fragments = term_snippet(content, terms[0], whole, terms[1])
                 if fragments is not None:
                     snippets[(kind, i)] = fragments
             stemmed = [i for i in long_ids if (kind, i) not in snippets]

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from ctxengine_lcm.ranking import fold_similar, query_terms, rerank
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ctxengine_lcm.ranking import (
+    exact_pattern,
+    fold_similar,
+    folded_aligned,
+    occurrences,
+    query_terms,
+    rerank,
+)
 from ctxengine_lcm.search import fts_query
 from ctxengine_lcm.store import SearchHit
 
@@ -115,3 +125,24 @@ def test_the_joined_needle_search_agrees_with_the_regex_on_random_texts():
         ]
         expected = [[p.search(text) is not None for p in patterns] for text in texts]
         assert _holdings(texts, terms) == expected, texts
+
+
+_WORDS = st.sampled_from(
+    ["Retry", "retry", "retries", "RETRY_LIMIT", "limit", "İd", "\u017fet", "set"]
+)
+_GLUE = st.sampled_from([" ", "-", "_", ".", "\n", ", ", "é", "x"])
+
+
+@given(
+    st.lists(st.tuples(_WORDS, _GLUE), max_size=30),
+    st.sampled_from([("retry", False), ("retry", True), ("retry limit", False), ("set", False)]),
+)
+def test_occurrences_are_where_the_exact_pattern_matches(pieces, term):
+    """The needle search finds exactly the places the regex scan finds (non-ASCII letters
+    and case folding included), so snippets built on it show the same fragments."""
+    text = "".join(word + glue for word, glue in pieces)
+    expected = [m.start() for m in exact_pattern(*term).finditer(text)]
+    found = occurrences(text, term, 1000, folded_aligned(text))
+    assert set(expected) <= set(found)  # none missed
+    assert all(exact_pattern(*term).match(text, at) for at in found)  # none false
+    assert occurrences(text, term, 2, folded_aligned(text)) == found[:2]

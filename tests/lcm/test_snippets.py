@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from ctxengine_lcm.ranking import exact_pattern
 from ctxengine_lcm.snippets import FRAGMENTS, term_snippet
 
 
-def patterns(*words: str):
-    return [exact_pattern(w, False) for w in words]
+def patterns(*words: str) -> list[tuple[str, bool]]:
+    return [(w, False) for w in words]
 
 
 def test_fragments_go_to_the_rare_word_then_to_other_places_in_text_order():
