@@ -22,6 +22,11 @@ from .views import CopyOnWriteMessages, MessagesView, copy_message
 
 Message = dict[str, Any]
 
+#: Messages outside the view whose counts are remembered by what they say (see
+#: :meth:`LiveView._count_version`: a request carries a few, so a few hundred hold the
+#: current ones); past this many the memory starts over.
+OUTSIDE_COUNTS_LIMIT = 256
+
 
 @dataclass
 class LiveEntry:
@@ -58,6 +63,7 @@ class LiveView:
         self.pairing = ToolCallPairing()
         self._by_uid: dict[str, LiveEntry] = {}  # the newest entry of each uid
         self._position: dict[str, int] = {}  # the index of that entry
+        self._outside_counts: dict[tuple[tuple[str, str], ...], int] = {}
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -179,6 +185,20 @@ class LiveView:
         return total, wire
 
     def _count_version(self, message: Message) -> int:
+        """The count of a message that is not a live entry (an engine's summary, say).
+
+        An engine sends its summaries again with every request, rebuilt but saying the
+        same. A message whose fields are all strings is remembered by those strings (its
+        whole version: hashing them costs a quarter of the JSON a digest encodes, and an
+        unchanged string object hashes once); any other is counted per version digest."""
+        items = tuple(sorted(message.items()))
+        if all(isinstance(value, str) for _, value in items):
+            known = self._outside_counts.get(items)
+            if known is None:
+                if len(self._outside_counts) >= OUTSIDE_COUNTS_LIMIT:
+                    self._outside_counts.clear()
+                known = self._outside_counts[items] = self.counter.count_message(message)
+            return known
         uid = message.get("message_uid")
         key = uid if isinstance(uid, str) else ""
         return self.counter.count_message_version(message, key, message_digest(message))
