@@ -18,6 +18,7 @@ from typing import Any
 from ._moved import moved_attribute
 from .contract.messages import content_text, strip_persistence_fields
 from .contract.models import PERSISTENCE_ONLY_FIELDS
+from .json_text import json_dumper
 from .paragraph_tokens import ParagraphTokens
 from .shapes.chat import BRIDGE_FIELDS, METADATA_FIELDS
 from .shapes.parts import CHAT_PART_TYPES, extra_text, media_tokens
@@ -235,14 +236,14 @@ class TokenCounter:
         }
 
 
-#: The JSON ``message_digest`` hashes (``json.dumps``'s output with these options): one
-#: encoder for every call, as building one per call costs a fifth of the digest.
-_DIGEST_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str)
+#: The JSON ``message_digest`` hashes (``json.dumps``'s output, keys sorted), from one
+#: encoder built once (:mod:`ctxengine_host.json_text`).
+_DIGEST_JSON = json_dumper(sort_keys=True)
 
 
 def message_digest(message: dict[str, Any]) -> str:
     """A digest of what a message says (persistence-only fields ignored): its version."""
-    body = _DIGEST_JSON.encode(strip_persistence_fields(message))
+    body = _DIGEST_JSON(strip_persistence_fields(message))
     return hashlib.blake2b(body.encode("utf-8"), digest_size=16).hexdigest()
 
 

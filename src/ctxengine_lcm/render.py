@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ctxengine_host.contract.messages import content_text
+from ctxengine_host.json_text import json_dumper
 from ctxengine_host.tokens import message_digest
 
 from .calls import calls_text
@@ -23,6 +24,10 @@ Message = dict[str, Any]
 
 SUMMARY_PREFIX = "sum_"
 MESSAGE_PREFIX = "msg_"
+
+#: The encoder of a stored message's ``extra_json``, built once (``json.dumps`` with
+#: ``default`` builds one per call).
+_EXTRA_JSON = json_dumper()
 
 
 def summary_ref(summary_id: int) -> str:
@@ -58,7 +63,9 @@ def to_new_message(
 ) -> NewMessage:
     """Split ``message`` into stored columns; ``stub_tokens`` set means kept outside context."""
     content = message.get("content")
-    called = calls_text(message)
+    calls = message.get("tool_calls") or []
+    # Text content without tool calls (most messages) has no call text to decode.
+    called = calls_text(message) if calls or not isinstance(content, str) else ""
     if isinstance(content, str) and not called:
         extra = {k: v for k, v in message.items() if k != "content"}
         text = content
@@ -66,7 +73,6 @@ def to_new_message(
         extra = dict(message)
         text = "\n".join(t for t in (content_text(message), called) if t)
     role = message.get("role")
-    calls = message.get("tool_calls") or []
     names = [
         str(c.get("function", {}).get("name", ""))
         for c in calls
@@ -80,7 +86,7 @@ def to_new_message(
         message_uid=uid,
         role=role if isinstance(role, str) else str(role),
         content=text,
-        extra_json=json.dumps(extra, ensure_ascii=False, default=str),
+        extra_json=_EXTRA_JSON(extra),
         tool_call_id=tool_call_id if isinstance(tool_call_id, str) else None,
         tool_name=tool_name or None,
         token_count=token_count,

@@ -448,13 +448,12 @@ class SqliteStore(StoreCommon):
             "WHERE conversation_id=? AND seq BETWEEN ? AND ?",
             (conversation_id, first_seq, last_seq),
         )
-        conn.executemany(
-            "INSERT INTO context_items(conversation_id, ordinal, kind, ref_id, "
-            "token_count, depth, role) VALUES (?,?,'message',?,?,-1,?)",
-            [
-                (conversation_id, first_ordinal + n, ref, m.context_tokens, m.role)
-                for n, (ref, m) in enumerate(zip(ids, fresh, strict=True))
-            ],
+        # Set-based, as the full-text insert: the rows just written hold every column.
+        conn.execute(
+            "INSERT INTO context_items(conversation_id, ordinal, kind, ref_id, token_count, "
+            "depth, role) SELECT conversation_id, seq + ?, 'message', id, context_tokens, -1, "
+            "role FROM messages WHERE conversation_id=? AND seq BETWEEN ? AND ? ORDER BY seq",
+            (first_ordinal - first_seq, conversation_id, first_seq, last_seq),
         )
         (version,) = conn.execute(
             "UPDATE conversations SET message_count=message_count+?, next_ordinal=next_ordinal+?, "

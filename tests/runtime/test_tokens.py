@@ -32,6 +32,24 @@ def test_persistence_fields_do_not_change_the_digest_or_count():
     assert counter.count_message(bare) == counter.count_message(stamped)
 
 
+def test_a_message_digest_is_the_one_stored_by_earlier_versions():
+    """Stored rows and transcripts keep their digests: the text hashed must not change."""
+    message = {
+        "role": "assistant",
+        "content": 'zürich "q" 1.5',
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "shell", "arguments": '{"cmd": "ls"}'},
+            }
+        ],
+        "message_uid": "u1",
+        "weight": 0.25,
+    }
+    assert message_digest(message) == "f6d91bdfda79e06aeb3841a5f41506bf"
+
+
 def test_explicit_encoding_wins_and_doctor_info():
     estimated = TokenCounter("gpt-4o")
     assert estimated.describe()["encoding"] == "o200k_base"
