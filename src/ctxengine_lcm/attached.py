@@ -12,7 +12,12 @@ question shares with a step are often in one part of it while the fact is in ano
   are listed as well (``then``: each call's text and its results), up to the next thought;
 - an assistant message written after tool results reasons about them, in its own words
   (``a very small positive number (6.12e-17)``) while the output holds the value as
-  printed (``6.123233995736766e-17``): it carries those results (``after_results``).
+  printed (``6.123233995736766e-17``): it carries those results (``after_results``);
+- a tool result is acted on in the next step, which names what was read in its own
+  terms: a result hit (a helper's docstring, found by "cosine" and "degrees") carries the
+  assistant step that follows it and that step's results (``next_step``: the helper run
+  as ``cosd(90)`` and the value it printed, without a word of the docstring); the three
+  best result hits do, each looked at up to four messages on.
 
 Each attached text is the beginning of the message, ids to expand the rest, and each is
 shown once per search: a message that is a hit itself, or attached to an earlier hit, is
@@ -32,22 +37,35 @@ from .store import LcmStore, SearchHit, StoredMessage
 #: Messages looked at on either side of a hit, and the characters shown of each.
 STEPS_AROUND = 8
 SHOWN_CHARS = 300
+#: The best result hits that carry their next step, and the messages looked at after
+#: each (the step's other results, the next call, its results): each costs rows read
+#: and room in the result, and a history of tool results has one in most slots.
+NEXT_STEP_HITS = 3
+NEXT_STEP_AFTER = 4
 #: The keys an item gets from this module (an item too large for its room drops them).
-KEYS = ("after_results", "tool_results", "then")
+KEYS = ("after_results", "tool_results", "then", "next_step")
 
 Loaded = dict[int, StoredMessage]
 
 
 def attachments(store: LcmStore, hits: Sequence[SearchHit]) -> dict[int, dict[str, Any]]:
-    """The keys to add to each assistant message hit's result item, by the hit's id. The
-    look-up is made only when a hit is (or may be) a tool call: hits of a conversation
-    without tool use (answers after the user's words) cost nothing."""
+    """The keys to add to each assistant message hit's result item, and to the best tool
+    result hits', by the hit's id. The look-up is made only when a hit is (or may be) a
+    tool call or is a tool result: hits of a conversation without tool use (answers
+    after the user's words) cost nothing."""
+    results = [h for h in hits if h.kind == "message" and h.role == "tool"][:NEXT_STEP_HITS]
     mine = [h for h in hits if h.kind == "message" and h.role == "assistant"]
-    if all(h.tool_call is False for h in mine):
+    if all(h.tool_call is False for h in mine) and not results:
         return {}
     wanted = {h.id + n for h in mine for n in range(-STEPS_AROUND, STEPS_AROUND + 1)}
+    wanted |= {h.id + n for h in results for n in range(NEXT_STEP_AFTER + 1)}
     loaded = store.messages_by_id(sorted(i for i in wanted if i > 0))
     out: dict[int, dict[str, Any]] = {}
+    for hit in results:
+        message = loaded.get(hit.id)
+        step = _next_step(loaded, message) if message is not None else []
+        if step:
+            out[hit.id] = {"next_step": step}
     for hit in mine:
         message = loaded.get(hit.id)
         if message is None:
@@ -116,6 +134,19 @@ def _steps_after(
             break
         call, offset = following, offset + 1
     return results, then
+
+
+def _next_step(loaded: Loaded, result: StoredMessage) -> list[dict[str, Any]]:
+    """The assistant message after the results of ``result``'s step (its call's other
+    results skipped), with its own results: one entry, or none."""
+    for n in range(1, NEXT_STEP_AFTER + 1):
+        following = _neighbour(loaded, result, n)
+        if following is None or following.role not in ("tool", "assistant"):
+            return []
+        if following.role == "assistant":
+            results, _ = _steps_after(loaded, following)
+            return [{**_shown(following), "tool_results": [_shown(m) for m in results]}]
+    return []
 
 
 def _neighbour(loaded: Loaded, message: StoredMessage, n: int) -> StoredMessage | None:

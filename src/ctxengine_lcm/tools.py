@@ -20,6 +20,7 @@ from .attached import KEYS as ATTACHED_KEYS
 from .attached import attachments, shown_once
 from .calls import decoded_calls
 from .config import LcmConfig
+from .differences import folded_differences
 from .query import Expansion, expand_query, merge_candidates
 from .ranking import fold_similar, query_terms, rerank
 from .render import iso_time, message_ref, summary_ref, verbatim_message
@@ -76,7 +77,8 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
             "(more and rarer words, stemmed: 'releases' finds 'release'); \"quoted phrase\", "
             "word* (prefix) and uppercase AND / OR / NOT between terms work as in FTS5. "
             "Regex on request. A summary hit lists its best-matching verbatim messages; "
-            "near-duplicate hits are folded under the best one ('similar' lists their ids). "
+            "near-duplicate hits are folded under the best one ('similar' lists their ids and "
+            "the lines each differs by). "
             "Returns ids to pass to lcm_expand or lcm_describe."
         ),
         "parameters": {
@@ -269,11 +271,22 @@ class ToolRunner:
             else {}
         )
         steps = attachments(self.store, hits) if budget.spend() else {}
+        shown_folded = {
+            (h.kind, h.id): folded[(h.kind, h.id)] for h in hits if folded.get((h.kind, h.id))
+        }
+        differences = (
+            folded_differences(self.store, shown_folded, _SIMILAR_IDS_SHOWN)
+            if shown_folded and budget.spend()
+            else {}
+        )
         items = []
         for h in hits:
-            expression = inner_expanded if (h.kind, h.id) in expanded_only else inner
-            similar = folded.get((h.kind, h.id), ())
-            item = self._hit_item(h, access, parents, expression, similar, budget, spans)
+            key = (h.kind, h.id)
+            expression = inner_expanded if key in expanded_only else inner
+            item = self._hit_item(
+                h, access, parents, expression, folded.get(key, ()), budget, spans,
+                differences.get(key),
+            )  # fmt: skip
             if h.kind == "message":
                 item.update(steps.get(h.id, {}))
             items.append(item)
@@ -577,10 +590,12 @@ class ToolRunner:
         similar: tuple[SearchHit, ...] = (),
         budget: WorkBudget | None = None,
         spans: dict[int, StoredSummary] | None = None,
+        differences: dict[int, str] | None = None,
     ) -> dict[str, Any]:
         """One result; ``parents`` maps message hits to their covering summaries and
         ``spans`` summary hits to their rows (each read for all hits at once); ``similar``
-        are the near-duplicates folded under it."""
+        are the near-duplicates folded under it, ``differences`` (by a folded hit's id) the
+        lines of that hit this one lacks."""
         ref = message_ref if hit.kind == "message" else summary_ref
         item: dict[str, Any] = {
             "id": ref(hit.id),
@@ -613,6 +628,10 @@ class ToolRunner:
                 "count": len(similar),
                 "ids": [ref(h.id) for h in similar[:_SIMILAR_IDS_SHOWN]],
             }
+            if differences:
+                item["similar"]["differences"] = [
+                    {"id": ref(i), "differs": text} for i, text in differences.items()
+                ]
         if hit.score is not None:
             item["score"] = round(-hit.score, 4)
         grant = access.grant_for(hit.conversation_id)

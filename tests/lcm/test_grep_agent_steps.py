@@ -81,6 +81,27 @@ def test_bare_calls_after_a_hit_carry_its_thought_on(tmp_path, database):
     engine.dispose()
 
 
+def test_a_result_carries_the_step_that_acts_on_it(tmp_path, database):
+    """The words of a question are in what the agent read (a helper's docstring), the
+    value in what it ran next: the result hit carries the next step and its output."""
+    engine = make_engine(tmp_path, database=database)
+    read = step("Let me read the helper.", "sed -n '1,9p' units.py")
+    docs = 'def fahr(c):\n    """Temperature in Fahrenheit from Celsius."""\n'
+    run = step("So it just scales and shifts. Let me try it:", 'python -c "print(fahr(-40.1))"')
+    engine.ingest(
+        "s1",
+        [task("Check the unit helpers."), read, output(read, docs), run,
+         output(run, "-40.18000000000001\n")],
+    )  # fmt: skip
+    results = grep(engine, "temperature celsius helper", scope="messages")["results"]
+    hit = next(r for r in results if r["role"] == "tool")
+    assert "Temperature in Fahrenheit" in hit["snippet"]
+    (after,) = hit["next_step"]
+    assert after["snippet"].startswith("So it just scales")
+    assert "-40.18000000000001" in after["tool_results"][0]["snippet"]
+    engine.dispose()
+
+
 def test_an_item_too_large_for_the_room_left_is_kept_without_its_steps(tmp_path, database):
     engine = make_engine(tmp_path, database=database, tool_output_max_chars=1_000)
     first = step("Build the parser module first.", "make parser")

@@ -327,6 +327,31 @@ def test_near_duplicates_fold_under_the_best_match(tmp_path, database):
     assert plain["count"] == 5 and all("similar" not in r for r in plain["results"])
 
 
+RETRIED_EDIT = (
+    "The edit failed to apply, I will try the edit command again.\n\n"
+    "edit {}\n    limits = load_limits(path)\n    return limits\nend_of_edit"
+)
+
+
+def test_a_folded_near_duplicate_shows_the_lines_that_set_it_apart(tmp_path, database):
+    """Retried edits repeat each other but for the line range: folded under one slot,
+    each still shows its own range, so the one that applied is seen without expanding."""
+    engine = make_engine(tmp_path, database=database, context_length=200_000)
+    ranges = ["40:52", "40:52", "40:52", "40:53"]
+    ingest_texts(engine, [RETRIED_EDIT.format(r) for r in ranges])
+    ingest_texts(engine, ["The limits loader now reads the file once."])
+    out = call(engine, "lcm_grep", {"pattern": "edit apply range", "limit": 5})
+    folded = next(r for r in out["results"] if "similar" in r)
+    assert folded["similar"]["count"] == 3
+    differences = folded["similar"]["differences"]
+    assert {d["id"] for d in differences} <= set(folded["similar"]["ids"])
+    shown = json.dumps(out["results"])
+    assert "edit 40:52" in shown and "edit 40:53" in shown
+    # Only the differing line is shown, not the lines every retry shares.
+    assert all(d["differs"].startswith("edit 40:5") for d in differences)
+    assert all("load_limits" not in d["differs"] for d in differences)
+
+
 def test_a_long_hit_shows_the_part_around_its_rarest_query_word(tmp_path, database):
     """A task prompt repeats the query's common word everywhere; the fragments shown are
     placed where the rarer words occur, so the constraint next to them is in the result
