@@ -74,9 +74,9 @@ def attachments(store: LcmStore, hits: Sequence[SearchHit]) -> dict[int, dict[st
         before = _results_before(loaded, message)
         if before:
             keys["after_results"] = [_shown(m) for m in before]
-        results, then = _steps_after(loaded, message)
-        if results:
-            keys["tool_results"] = [_shown(m) for m in results]
+        answers, then = _steps_after(loaded, message)
+        if answers:
+            keys["tool_results"] = [_shown(m) for m in answers]
         if then:
             keys["then"] = then
         if keys:
