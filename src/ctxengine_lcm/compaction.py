@@ -48,6 +48,19 @@ def summary_targets(config: LcmConfig, threshold: int) -> tuple[int, int]:
     )
 
 
+def room_target(configured: int, floor: int, room: int) -> int:
+    """A pass's summary target: half the room the summary budget has left beside the other
+    summaries, between the window-scaled ``floor`` and the ``configured`` size.
+
+    At a small window the scaled targets are a few dozen tokens beside a header of as
+    many, while most of the budget stays empty (issue #16: an 8k window's leaves of
+    2,600 tokens got 116 and lost the versions a rolling summary kept); taking half the
+    room each time fills the budget the way a halving series does, so the first
+    summaries get the room and later ones still find some.
+    """
+    return max(floor, min(configured, room // 2))
+
+
 def fresh_tail_start(items: Sequence[ContextItem], config: LcmConfig, threshold: int) -> int:
     """Index of the first protected item: the newest raw messages, bounded in count and tokens.
 
@@ -95,6 +108,7 @@ def leaf_chunk(
     chunk_tokens: int,
     min_tokens: int = MIN_LEAF_SOURCE_TOKENS,
     pinned: int | None = None,
+    enough_tokens: int | None = None,
 ) -> list[int]:
     """Indexes of the oldest raw run outside the tail worth a summary, tool results kept
     with their call; empty when there is none.
@@ -102,11 +116,14 @@ def leaf_chunk(
     The run stops before the message that would take it over ``chunk_tokens``, unless it
     is still under ``min_tokens``: a chunk too small to be worth a summary would stall
     every sweep (e.g. a small message followed by a large one, or a tiny chunk size).
+    It also stops once it holds ``enough_tokens`` (what the sweep must free to reach its
+    target): summarizing more would leave the request room unused until the next sweep.
     The ``pinned`` item (the task) is never part of a run: runs stop before it and the
     next one starts after it. A run that a summary or the task cuts off under
     ``min_tokens`` is passed over for the next one (a previous turn's task, pinned while
     its tool loop was summarized, now sits alone between summaries).
     """
+    enough = chunk_tokens if enough_tokens is None else enough_tokens
     start = 0
     while True:
         first = next(
@@ -118,7 +135,7 @@ def leaf_chunk(
         end, tokens = first, 0
         while end < tail_start and items[end].kind == "message" and end != pinned:
             over = tokens + items[end].token_count > chunk_tokens
-            if end > first and over and tokens >= min_tokens:
+            if end > first and tokens >= min_tokens and (over or tokens >= enough):
                 break
             tokens += items[end].token_count
             end += 1
@@ -210,10 +227,23 @@ class Compactor:
             # are condensed once they pass their budget, not as soon as fanin of them exist.
             over_budget = summary_tokens > summary_budget
             run = condense_run(items, cfg.condense_fanin) if over_budget else []
+            room = summary_budget - summary_tokens
+            leaf_size = room_target(cfg.leaf_target_tokens, leaf_target, room)
             chunk: list[int] = []
             if not run and (total > target or (force and report.leaf_passes == 0)):
                 tail = fresh_tail_start(items, cfg, reference)
-                chunk = leaf_chunk(items, tail, cfg.leaf_chunk_tokens, pinned=pinned_task(items))
+                # While the new leaf fits the summary budget, free what reaching the target
+                # takes, not all there is: what a sweep leaves under its target is room the
+                # requests hold nothing in (issue #16: a 24k context swept down to 5k). Once
+                # the budget is full every extra leaf costs a condensation: the whole chunk.
+                enough = total - target + leaf_size if room >= leaf_size else None
+                chunk = leaf_chunk(
+                    items,
+                    tail,
+                    cfg.leaf_chunk_tokens,
+                    pinned=pinned_task(items),
+                    enough_tokens=enough,
+                )
             if not run and not chunk:
                 report.stopped = "done" if total <= target else "nothing-compactable"
                 break
@@ -222,7 +252,11 @@ class Compactor:
                     new_id = self._condense(
                         conversation_id,
                         [items[i] for i in run],
-                        condensed_target,
+                        room_target(
+                            cfg.condensed_target_tokens,
+                            condensed_target,
+                            room + sum(items[i].token_count for i in run),
+                        ),
                         focus_topic,
                         deadline,
                     )
@@ -230,7 +264,7 @@ class Compactor:
                     new_id = self._leaf(
                         conversation_id,
                         [items[i] for i in chunk],
-                        leaf_target,
+                        leaf_size,
                         focus_topic,
                         deadline,
                     )

@@ -92,3 +92,9 @@ def test_the_next_turn_compacts_past_the_previous_task(tmp_path, database):
                 reasons.append(engine.compress(history[:end]).reason)
     assert engine.should_compress(0) is False, reasons
     assert check_invariants(database)["summaries"] > 3
+
+
+def test_a_chunk_stops_once_it_holds_enough():
+    # What the sweep must free to reach its target; the size limit still caps it.
+    assert leaf_chunk(items(300, 300, 300, 300), 4, 20_000, enough_tokens=500) == [0, 1]
+    assert leaf_chunk(items(300, 300, 300, 300), 4, 700, enough_tokens=5_000) == [0, 1]

@@ -337,3 +337,26 @@ def test_features_handed_out_by_the_cache_cannot_be_changed():
     with pytest.raises(FrozenInstanceError):
         first.cues = frozenset()  # type: ignore[misc]
     assert isinstance(first.idents, tuple) and isinstance(first.cues, frozenset)
+
+
+def test_a_traceback_header_never_takes_the_place_of_its_exception_line():
+    """In a short span the header's words occur once, so they looked rare and won the
+    tool output's first place; the exception line from the same output then fell under
+    the tool bar (issue #16: a leaf of 38 messages lost ``ZeroDivisionError``)."""
+    from ctxengine_host.summarizer.extractive import ExtractiveBackend
+
+    messages = [
+        {"role": "user", "content": "The iam model returns nan at 90 degrees. Fix it."},
+        _bash("c1", "python repro.py"),
+        {
+            "role": "tool",
+            "tool_call_id": "c1",
+            "content": "<returncode>1</returncode>\n<output>\nTraceback (most recent call "
+            'last):\n  File "repro.py", line 4, in <module>\nZeroDivisionError: division by '
+            "zero\n</output>",
+        },
+        {"role": "assistant", "content": "The reflectance divides by zero at grazing angles."},
+    ]
+    text = ExtractiveBackend(TokenCounter().count_text).summarize(messages, 400)
+    assert "ZeroDivisionError: division by zero" in text, text
+    assert "most recent call last" not in text

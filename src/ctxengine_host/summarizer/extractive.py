@@ -108,8 +108,11 @@ MACHINE_LINE_PENALTY = 0.8
 
 _SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[`])")
 _TAG_LINE_RE = re.compile(r"^</?[\w-]+>$")
+#: Listing rows, totals, banners, and a traceback's header (its last line says what
+#: failed; in a short span the header's words look rare and it took that line's place).
 _NOISE_LINE_RE = re.compile(
-    r"^(?:[-dlcbps][rwxsStT-]{9}[.+@]?\s|total \d+$|={3,}.*={3,}$|-{5,}$|\S+\s+\d+%\s)"
+    r"^(?:[-dlcbps][rwxsStT-]{9}[.+@]?\s|total \d+$|={3,}.*={3,}$|-{5,}$|\S+\s+\d+%\s"
+    r"|Traceback \(most recent call last\):$)"
 )
 _WORD_RE = re.compile(r"[a-z0-9]{3,}")
 _STOPWORDS = frozenset(

@@ -1,0 +1,82 @@
+"""A sweep uses the room it has (issue #16): it frees what reaching its target takes while
+the new leaf fits the summary budget, and a summary's target grows into the budget's room
+at small windows instead of staying a few dozen tokens beside its header."""
+
+from __future__ import annotations
+
+from conftest import make_context, make_engine, service_summarize, uid
+
+from ctxengine_lcm.compaction import LEAF_TARGET_SHARE, room_target
+from ctxengine_lcm.engine import LcmEngine
+
+DEFAULTS = {
+    "leaf_chunk_tokens": 20_000,
+    "fresh_tail_messages": 24,
+    "leaf_target_tokens": 1_000,
+    "condensed_target_tokens": 1_200,
+}
+
+
+def agent_loop(steps: int, words: int = 60) -> list[dict]:
+    """One task followed by a long tool loop, each step naming its own values."""
+    history = [{"role": "user", "content": "Fix the failing export job.", "message_uid": uid()}]
+    for n in range(steps):
+        history.append(
+            {
+                "role": "assistant",
+                "content": f"Step {n}: checked exporter_{n}.py, value v{n}=0x{n:04x}. "
+                + " ".join(f"word{n}_{k}" for k in range(words)),
+                "message_uid": uid(),
+            }
+        )
+    return history
+
+
+def swept(tmp_path, context_length: int, steps: int, **config) -> tuple[int, int]:
+    """Tokens after one threshold sweep of a long loop, and the sweep's target."""
+    engine = make_engine(tmp_path, context_length=context_length, **{**DEFAULTS, **config})
+    history = agent_loop(steps)
+    engine.ingest("s1", history)
+    threshold = engine._compaction_threshold()
+    result = engine.compress(history)
+    assert result.compacted, result.reason
+    return result.tokens_after, int(threshold * engine.settings.compact_target_fraction)
+
+
+def test_a_sweep_frees_what_reaching_its_target_takes_while_the_budget_has_room(tmp_path):
+    # Before: the whole raw run outside the 24-message tail went into one leaf, and the
+    # context fell to a fifth of its threshold, room the next requests held nothing in.
+    after, target = swept(tmp_path, 32_000, 160)
+    assert 0.75 * target <= after <= target, (after, target)
+
+
+def test_a_full_summary_budget_takes_the_whole_chunk(tmp_path):
+    # Without room for the leaf every extra leaf would force a condensation: one leaf
+    # takes what lies outside the tail, as before.
+    after, target = swept(tmp_path, 32_000, 160, summary_budget_fraction=0.01)
+    assert after < 0.6 * target, (after, target)
+
+
+def test_summary_targets_take_half_the_budget_room_between_floor_and_configured():
+    assert room_target(1_000, 116, 730) == 365  # an 8k window's first leaf
+    assert room_target(1_000, 116, 100) == 116  # never below the window-scaled floor
+    assert room_target(1_000, 920, 5_800) == 1_000  # never above the configured size
+
+
+def test_a_small_window_leaf_is_asked_for_half_the_budget_room(tmp_path):
+    # Before: the window-scaled 4% of the threshold (240 tokens here), a fifth of the room.
+    asked: list[int] = []
+
+    def summarize(content, target_tokens, focus_topic=None, previous=None):
+        asked.append(target_tokens)
+        return service_summarize(content, target_tokens, focus_topic, previous)
+
+    engine = LcmEngine(config=DEFAULTS, context=make_context(tmp_path, summarize))
+    engine.update_model("gpt-4", 8_000)
+    engine.on_session_start("s1")
+    history = agent_loop(60, words=20)
+    engine.ingest("s1", history)
+    threshold = engine._compaction_threshold()
+    assert engine.compress(history).compacted
+    budget = int(threshold * engine.settings.summary_budget_fraction)
+    assert asked[0] == budget // 2 > LEAF_TARGET_SHARE * threshold, (asked, threshold)
