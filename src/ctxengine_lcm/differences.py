@@ -35,13 +35,12 @@ def folded_differences(
     for (kind, leader), hits in folded.items():
         if hits:
             wanted[kind].update((leader, *(h.id for h in hits[:shown])))
-    texts: dict[Key, str] = {}
-    if wanted["message"]:
-        for i, m in store.messages_by_id(sorted(wanted["message"])).items():
-            texts[("message", i)] = m.content
-    if wanted["summary"]:
-        for i, s in store.summaries_by_id(sorted(wanted["summary"])).items():
-            texts[("summary", i)] = s.content
+    texts: dict[Key, str] = {
+        (kind, i): text
+        for kind, ids in wanted.items()
+        if ids
+        for i, text in store.contents_by_id(kind, sorted(ids)).items()
+    }
     out: dict[Key, dict[int, str]] = {}
     for (kind, leader), hits in folded.items():
         base = texts.get((kind, leader))

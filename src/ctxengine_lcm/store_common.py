@@ -20,6 +20,7 @@ from .store import (
     ContextItem,
     Conversation,
     Grant,
+    ItemKind,
     NewMessage,
     NewSummary,
     SearchHit,
@@ -342,6 +343,12 @@ class StoreCommon:
 
     def summary(self, summary_id: int) -> StoredSummary | None:
         return self.summaries_by_id([summary_id]).get(summary_id)
+
+    def contents_by_id(self, kind: ItemKind, ids: Iterable[int]) -> dict[int, str]:
+        """The stored texts of messages or summaries, by id (in one look-up)."""
+        if kind == "message":
+            return {i: m.content for i, m in self.messages_by_id(ids).items()}
+        return {i: s.content for i, s in self.summaries_by_id(ids).items()}
 
     def summary_source_ids(self, summary_id: int) -> tuple[SummaryKind, list[int]]:
         d = self._sql

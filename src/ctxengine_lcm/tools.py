@@ -36,7 +36,7 @@ from .search import (
 from .seeds import SEED_SHARE, Seeds, choose_seeds
 from .semantic import SEMANTIC_FACTOR, VectorStore, nearest_messages
 from .snippets import term_snippet
-from .store import Grant, LcmStore, SearchHit, StoredMessage, StoredSummary
+from .store import Grant, ItemKind, LcmStore, SearchHit, StoredMessage, StoredSummary
 
 _ID = re.compile(r"^(sum|msg)_(\d{1,18})$")
 _UID = re.compile(r"^[0-9a-fA-F]{32}$")
@@ -512,7 +512,7 @@ class ToolRunner:
         its beginning."""
         whole = self.config.grep_whole_text_chars
         snippets: dict[tuple[str, int], str] = {}
-        kinds: tuple[tuple[str, SearchTarget], ...] = (
+        kinds: tuple[tuple[ItemKind, SearchTarget], ...] = (
             ("message", "messages"),
             ("summary", "summaries"),
         )
@@ -520,12 +520,7 @@ class ToolRunner:
             long_ids = [h.id for h in hits if h.kind == kind and len(h.text) > whole]
             if not long_ids or not budget.spend():
                 continue
-            contents = (
-                {i: m.content for i, m in self.store.messages_by_id(long_ids).items()}
-                if kind == "message"
-                else {i: s.content for i, s in self.store.summaries_by_id(long_ids).items()}
-            )
-            for i, content in contents.items():
+            for i, content in self.store.contents_by_id(kind, long_ids).items():
                 fragments = term_snippet(content, terms[0], whole, terms[1])
                 if fragments is not None:
                     snippets[(kind, i)] = fragments
