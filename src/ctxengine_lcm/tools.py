@@ -54,6 +54,10 @@ _MAX_REGEX_NESTING = 32
 _LINEAGE_SHOWN = 32
 #: Matching messages listed under a summary hit, and up to what size they are shown whole.
 _INNER_HITS = 5
+#: Summary hits that list their matching messages: the best ones (each costs a search of
+#: the summary's span, one index pass per query operand; a condensed summary spans
+#: thousands of messages, and an agent expands the first few hits it reads).
+INNER_SUMMARY_HITS = 3
 _INNER_WHOLE_CHARS = 300
 #: Source ids listed by lcm_describe.
 _DESCRIBE_SOURCES = 50
@@ -76,7 +80,7 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
             "summaries). Full-text by default: any of the words may match, best matches first "
             "(more and rarer words, stemmed: 'releases' finds 'release'); \"quoted phrase\", "
             "word* (prefix) and uppercase AND / OR / NOT between terms work as in FTS5. "
-            "Regex on request. A summary hit lists its best-matching verbatim messages; "
+            "Regex on request. The best summary hits list their best-matching verbatim messages; "
             "near-duplicate hits are folded under the best one ('similar' lists their ids and "
             "the lines each differs by). "
             "Returns ids to pass to lcm_expand or lcm_describe."
@@ -262,12 +266,11 @@ class ToolRunner:
         inner_expanded = result.pop("_fts_query_expanded", None)
         expanded_only = result.pop("_expanded_only", set())
         parents = _covering_summaries(self.store, hits) if budget.spend() else {}
-        # The spans of the summary hits, for their inner hits: one read for all of them.
+        # The spans of the best summary hits, for their inner hits: one read for them all.
+        inner_for = [h.id for h in hits if h.kind == "summary"][:INNER_SUMMARY_HITS]
         spans = (
-            self.store.summaries_by_id(h.id for h in hits if h.kind == "summary")
-            if (inner is not None or inner_expanded is not None)
-            and any(h.kind == "summary" for h in hits)
-            and budget.spend()
+            self.store.summaries_by_id(inner_for)
+            if (inner is not None or inner_expanded is not None) and inner_for and budget.spend()
             else {}
         )
         steps = attachments(self.store, hits) if budget.spend() else {}
@@ -283,6 +286,8 @@ class ToolRunner:
         for h in hits:
             key = (h.kind, h.id)
             expression = inner_expanded if key in expanded_only else inner
+            if h.kind == "summary" and h.id not in spans:
+                expression = None
             item = self._hit_item(
                 h, access, parents, expression, folded.get(key, ()), budget, spans,
                 differences.get(key),

@@ -17,6 +17,8 @@ from conftest import (
     uid,
 )
 
+from ctxengine_lcm.tools import INNER_SUMMARY_HITS
+
 
 @pytest.fixture(scope="module", params=BACKENDS)
 def driven_database(request, tmp_path_factory):
@@ -364,3 +366,14 @@ def test_a_long_hit_shows_the_part_around_its_rarest_query_word(tmp_path, databa
     snippet = out["results"][0]["snippet"]
     assert "DO NOT MODIFY: Tests" in snippet, snippet
     assert len(snippet) <= 600 + 4  # grep_whole_text_chars, and the "…" between fragments
+
+
+def test_only_the_best_summary_hits_list_their_matching_messages(driven_database):
+    """Each listing searches the summary's span; past the best few hits it is not worth it."""
+    driven, _ = driven_database
+    out = call(driven, "lcm_grep", {"pattern": "question", "scope": "summaries", "limit": 10})
+    summaries = [r for r in out["results"] if r["kind"] == "summary"]
+    assert len(summaries) > INNER_SUMMARY_HITS
+    listed = [r for r in summaries if "matching_messages" in r]
+    assert listed == summaries[:INNER_SUMMARY_HITS]
+    assert all(r["matching_messages"] for r in listed)
