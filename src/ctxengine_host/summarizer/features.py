@@ -9,8 +9,10 @@ under a second.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 #: What each kind of identifier is worth to a summary.
 IDENT_WEIGHTS = {
@@ -76,9 +78,35 @@ CUE_PHRASES = (
 )  # fmt: skip
 
 CUE_BY_PHRASE = {phrase: cue for cue, phrases in CUE_PHRASES for phrase in phrases}
-_PHRASE_RE = re.compile(
-    "|".join(re.escape(p) for p in sorted(CUE_BY_PHRASE, key=len, reverse=True))
-)
+
+
+def _trie_pattern(phrases: Iterable[str]) -> str:
+    """One pattern for a set of phrases, branching character by character.
+
+    At each position it matches the longest phrase there, as the alternation sorted
+    longest first does, in about half the time: a position is given up at the first
+    character no phrase continues with, not tried against every phrase.
+    """
+    tree: dict[str, Any] = {}
+    for phrase in phrases:
+        node = tree
+        for ch in phrase:
+            node = node.setdefault(ch, {})
+        node[""] = {}  # a phrase ends here
+
+    def pattern(node: dict[str, Any]) -> str:
+        branches = [re.escape(ch) + pattern(child) for ch, child in sorted(node.items()) if ch]
+        ends = "" in node
+        if not branches:
+            return ""
+        if len(branches) == 1 and not ends:
+            return branches[0]
+        return "(?:" + "|".join(branches) + ")" + ("?" if ends else "")
+
+    return pattern(tree)
+
+
+_PHRASE_RE = re.compile(_trie_pattern(CUE_BY_PHRASE))
 
 MONTHS = frozenset(
     [
@@ -402,7 +430,9 @@ def extract(text: str) -> Features:
         if _CUE_WORD_SET.isdisjoint(words)
         else {CUE_BY_WORD[w] for w in words if w in CUE_BY_WORD}
     )
-    cues.update(CUE_BY_PHRASE[p] for p in _PHRASE_RE.findall(lowered))
+    phrases = _PHRASE_RE.findall(lowered)
+    if phrases:
+        cues.update(CUE_BY_PHRASE[p] for p in phrases)
     if "error" not in cues and _names_exception(text):
         cues.add("error")
     if found:
