@@ -109,8 +109,6 @@ MACHINE_LINE_PENALTY = 0.8
 
 _SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[`])")
 _TAG_LINE_RE = re.compile(r"^</?[\w-]+>$")
-#: One character ``str.isalnum`` accepts (``\w`` but the underscore).
-_ALNUM_RE = re.compile(r"[^\W_]")
 #: Listing rows, totals, banners, and a traceback's header (its last line says what
 #: failed; in a short span the header's words look rare and it took that line's place).
 _NOISE_LINE_RE = re.compile(
@@ -181,7 +179,7 @@ def split_units(text: str, max_chars: int) -> list[str]:
         if (
             not line
             or line.startswith("```")
-            or not _ALNUM_RE.search(line)
+            or not any(map(str.isalnum, line))
             or _TAG_LINE_RE.match(line)
         ):
             continue

@@ -171,10 +171,8 @@ PATH_SUFFIXES = frozenset(
 )
 _STRIP = "\"'`()[]{}<>,;!?*"
 _CORE_STRIP = _STRIP + ".:"
-#: First characters the code and CamelCase patterns need, and the digits of an ASCII token
-#: (cheap tests that keep most tokens away from the regular expressions).
+#: First characters the CamelCase pattern needs (a cheap test keeps most tokens from it).
 _ASCII_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
-_ASCII_DIGIT_RE = re.compile(r"[0-9]")
 _KV_SPLIT_RE = re.compile(r"\s*([=:])\s*")
 #: ``host:port`` (``0.0.0.0:8080``, ``localhost:5432``, ``:8080``).
 _ADDR_RE = re.compile(r"(?:[A-Za-z][\w-]*(?:\.[\w-]+)*|\d+(?:\.\d+){3})?:\d{2,5}")
@@ -313,7 +311,7 @@ def _classify(token: str) -> str | None:
     if "=" in token:
         key, _, value = token.partition("=")
         return "kv" if key and value.strip("=") and _KEY_RE.fullmatch(key) else None
-    if "/" in token and any(ch.isalpha() for ch in token):
+    if "/" in token and any(map(str.isalpha, token)):
         return "path"
     if "." in token:
         if _VERSION_RE.fullmatch(token):
@@ -329,9 +327,7 @@ def _classify(token: str) -> str | None:
         return "ident"
     if first in _ASCII_LETTERS and _CAMEL_RE.fullmatch(token):
         return "ident"
-    if token.isascii():
-        return "num" if _ASCII_DIGIT_RE.search(token) else None
-    return "num" if any(ch.isdigit() for ch in token) else None
+    return "num" if any(map(str.isdigit, token)) else None
 
 
 def _rare(core: str, out: list[str]) -> None:
@@ -451,7 +447,7 @@ def supersession_keys(lowered: str, idents: list[tuple[str, str]]) -> tuple[tupl
     for kind, value in idents:
         if kind == "kv":
             key, _, val = _KV_SPLIT_RE.split(value, maxsplit=1)
-            if any(ch in key for ch in "_.-") or any(ch.isupper() for ch in key[1:]):
+            if any(map(key.__contains__, "_.-")) or any(map(str.isupper, key[1:])):
                 keys[key.lower()] = val.strip("\"'`").lower()
     if _SET_HINT_RE.search(lowered):
         for pattern in (_SET_RE, _IS_NOW_RE):
