@@ -402,7 +402,7 @@ def extract(text: str) -> Features:
             continue
         if not token:
             continue
-        hit = _GREP_HIT_RE.fullmatch(token)
+        hit = _GREP_HIT_RE.fullmatch(token) if ":" in token else None
         if hit:
             found.append(("path", hit.group(1)))
             token = hit.group(2)
