@@ -40,6 +40,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import chain, filterfalse
+from operator import itemgetter
 from typing import Any
 
 from . import structure as st
@@ -241,7 +242,7 @@ def make_unit(
     ``weight`` replaces the source's weight."""
     features = extract(text)
     found, cues = features.idents, features.cues
-    kinds = {kind for kind, _ in found}
+    kinds = set(map(itemgetter(0), found))
     tool = source.startswith("tool")
     if weight is None:
         kind_of_source = source.split(" ", 1)[0]
