@@ -39,6 +39,8 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import chain, filterfalse
+from operator import itemgetter
 from typing import Any
 
 from . import structure as st
@@ -178,7 +180,7 @@ def split_units(text: str, max_chars: int) -> list[str]:
         if (
             not line
             or line.startswith("```")
-            or not any(ch.isalnum() for ch in line)
+            or not any(map(str.isalnum, line))
             or _TAG_LINE_RE.match(line)
         ):
             continue
@@ -240,12 +242,13 @@ def make_unit(
     ``weight`` replaces the source's weight."""
     features = extract(text)
     found, cues = features.idents, features.cues
-    kinds = {kind for kind, _ in found}
+    kinds = set(map(itemgetter(0), found))
+    tool = source.startswith("tool")
     if weight is None:
         kind_of_source = source.split(" ", 1)[0]
-        default = TOOL_WEIGHT if source.startswith("tool") else 1.0
+        default = TOOL_WEIGHT if tool else 1.0
         weight = SOURCE_WEIGHTS.get(kind_of_source, default)
-    base = weight + sum(CUE_WEIGHTS[c] for c in cues)
+    base = weight + sum(map(CUE_WEIGHTS.__getitem__, cues))
     if source != "user" and "constraint" in cues:
         base -= CUE_WEIGHTS["constraint"] / 2
     if terms:
@@ -262,17 +265,21 @@ def make_unit(
         letters = len(_NOT_LETTERS_RE.sub("", text))
     if letters < len(text) * 0.3:
         base -= 1.0
-    exception = leading_exception(text) if source.startswith("tool") else None
+    exception = leading_exception(text) if tool else None
     if _NOISE_LINE_RE.match(text):
         base -= NOISE_PENALTY
     elif exception:  # a traceback's last line (``E   KeyError: 'id'``) says what failed
         found = (("exception", exception), *found)
-    elif source.startswith("tool") and kinds & KEY_VALUE_KINDS and len(text.split()) <= 4:
+    elif tool and kinds & KEY_VALUE_KINDS and len(text.split()) <= 4:
         base += KEY_VALUE_BONUS
     elif source == "assistant" and _NARRATION_RE.match(text):
         base -= NARRATION_PENALTY
-    idents = tuple(
-        dict.fromkeys((value.lower().strip("`"), IDENT_WEIGHTS[kind]) for kind, value in found)
+    idents = (
+        tuple(
+            dict.fromkeys((value.lower().strip("`"), IDENT_WEIGHTS[kind]) for kind, value in found)
+        )
+        if found
+        else ()
     )
     return Unit(
         text=text,
@@ -283,7 +290,7 @@ def make_unit(
         words=features.words,
         keys=features.keys,
         section=section or _section(source, cues, kinds),
-        cost=estimate_tokens(text) + 3 + (len(source) + 5 if source.startswith("tool") else 0),
+        cost=estimate_tokens(text) + 3 + (len(source) + 5 if tool else 0),
         from_previous=from_previous,
         cues=cues,
     )
@@ -408,31 +415,40 @@ def collect(
     units = _parsed_units(previous, terms, max_chars, ledger, 0, True) if previous else []
     has_task = any(unit.pinned for unit in units)
     units += _content_units(content, terms, max_chars, ledger, len(units), has_task)
-    frequency = Counter(word for unit in units if not unit.from_previous for word in unit.words)
-    latest_text: dict[str, int] = {}
+    frequency = Counter(chain.from_iterable(u.words for u in units if not u.from_previous))
+    normed = [_norm(unit.text) for unit in units]
+    latest_text = {text: index for index, text in enumerate(normed)}
     latest_key: dict[str, tuple[int, str]] = {}
     for index, unit in enumerate(units):
-        latest_text[_norm(unit.text)] = index
         for key, value in unit.keys:
             latest_key[key] = (index, value)
     closed = _closed(units)
     kept = []
     for index, unit in enumerate(units):
-        if latest_text[_norm(unit.text)] != index or index in closed:
+        if latest_text[normed[index]] != index or index in closed:
             continue
-        if any(latest_key[k][0] > index and latest_key[k][1] != v for k, v in unit.keys):
+        if unit.keys and any(
+            latest_key[k][0] > index and latest_key[k][1] != v for k, v in unit.keys
+        ):
             continue
         kept.append(unit)
     rare_df = max(RARE_DF, int(len(units) * RARE_DF_SHARE))
+    common = {word for word, n in frequency.items() if n > rare_df}
     for unit in kept:
-        unit.rare = tuple(w for w in unit.words if frequency[w] <= rare_df)
+        unit.rare = tuple(filterfalse(common.__contains__, unit.words))
     return kept, ledger
 
 
 def _value(unit: Unit, covered: set[str], same_message: int = 0) -> float:
     """What choosing ``unit`` adds, given what is covered and taken from its message."""
-    gain = sum(weight for ident, weight in unit.idents if ident not in covered)
-    rare = RARE_WEIGHT * sum(1 if word not in covered else COVERED_RARE_SHARE for word in unit.rare)
+    gain = (
+        sum(weight for ident, weight in unit.idents if ident not in covered) if unit.idents else 0
+    )
+    rare = (
+        RARE_WEIGHT * sum(1 if word not in covered else COVERED_RARE_SHARE for word in unit.rare)
+        if unit.rare
+        else 0.0
+    )
     value = unit.base + min(gain, MAX_IDENT_GAIN) + min(rare, MAX_RARE_GAIN)
     return value / (1.0 + SAME_MESSAGE_DECAY * same_message)
 

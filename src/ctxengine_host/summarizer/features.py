@@ -9,8 +9,10 @@ under a second.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 #: What each kind of identifier is worth to a summary.
 IDENT_WEIGHTS = {
@@ -56,6 +58,7 @@ _CUE_WORDS = {
 #: How the names of exception classes end (``KeyError``, ``IOException``).
 _EXCEPTION_ENDINGS = ("Error", "Exception", "Failure", "Fault")
 _EXCEPTION_ENDING = "(?:" + "|".join(_EXCEPTION_ENDINGS) + ")"
+_ENDING_RE = re.compile(_EXCEPTION_ENDING)
 _EXCEPTION_RE = re.compile(rf"(?<![A-Za-z])[A-Z][A-Za-z0-9]*{_EXCEPTION_ENDING}(?![a-z])")
 #: A line opening with an exception's (dotted) name: a traceback's last line, or pytest's
 #: ``E   KeyError: 'id'``.
@@ -63,6 +66,7 @@ _EXCEPTION_LINE_RE = re.compile(
     rf"^(?:E\s+)?((?:[a-z_]\w*\.)*[A-Z]\w*{_EXCEPTION_ENDING})(?::\s|:?$)"
 )
 CUE_BY_WORD = {word: cue for cue, words in _CUE_WORDS.items() for word in words.split()}
+_CUE_WORD_SET = frozenset(CUE_BY_WORD)
 CUE_PHRASES = (
     ("decision", ("we'll use", "we will use", "let's use", "let's go with", "we're going with",
                   "we are going with", "switch to", "switched to", "instead of", "settled on")),
@@ -74,9 +78,35 @@ CUE_PHRASES = (
 )  # fmt: skip
 
 CUE_BY_PHRASE = {phrase: cue for cue, phrases in CUE_PHRASES for phrase in phrases}
-_PHRASE_RE = re.compile(
-    "|".join(re.escape(p) for p in sorted(CUE_BY_PHRASE, key=len, reverse=True))
-)
+
+
+def _trie_pattern(phrases: Iterable[str]) -> str:
+    """One pattern for a set of phrases, branching character by character.
+
+    At each position it matches the longest phrase there, as the alternation sorted
+    longest first does, in about half the time: a position is given up at the first
+    character no phrase continues with, not tried against every phrase.
+    """
+    tree: dict[str, Any] = {}
+    for phrase in phrases:
+        node = tree
+        for ch in phrase:
+            node = node.setdefault(ch, {})
+        node[""] = {}  # a phrase ends here
+
+    def pattern(node: dict[str, Any]) -> str:
+        branches = [re.escape(ch) + pattern(child) for ch, child in sorted(node.items()) if ch]
+        ends = "" in node
+        if not branches:
+            return ""
+        if len(branches) == 1 and not ends:
+            return branches[0]
+        return "(?:" + "|".join(branches) + ")" + ("?" if ends else "")
+
+    return pattern(tree)
+
+
+_PHRASE_RE = re.compile(_trie_pattern(CUE_BY_PHRASE))
 
 MONTHS = frozenset(
     [
@@ -140,6 +170,10 @@ PATH_SUFFIXES = frozenset(
     ]
 )
 _STRIP = "\"'`()[]{}<>,;!?*"
+_CORE_STRIP = _STRIP + ".:"
+#: First characters the CamelCase pattern needs (a cheap test keeps most tokens from it).
+_ASCII_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+_KV_SPLIT_RE = re.compile(r"\s*([=:])\s*")
 #: ``host:port`` (``0.0.0.0:8080``, ``localhost:5432``, ``:8080``).
 _ADDR_RE = re.compile(r"(?:[A-Za-z][\w-]*(?:\.[\w-]+)*|\d+(?:\.\d+){3})?:\d{2,5}")
 #: A grep hit ``path:line:rest``: the rest is classified on its own.
@@ -244,7 +278,8 @@ _SET_RE = re.compile(
 _IS_NOW_RE = re.compile(
     r"\b(?:the\s+)?([\w.\-]+(?:\s[\w.\-]+){0,2})\s+(?:is now|are now|is set to|should be)\s+(\S+)"
 )
-_SET_HINTS = (" to ", " is now ", " are now ", " should be ")
+#: What each of the two statements needs (a search is cheaper than running them).
+_SET_HINT_RE = re.compile(" (?:to|is now|are now|should be) ")
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,31 +302,32 @@ def _classify(token: str) -> str | None:
         return "num"
     if "@" in token and "." in token.rsplit("@", 1)[-1]:
         return "email"
-    hit = _GREP_HIT_RE.fullmatch(token)
-    if hit:
-        return _classify(hit.group(2))
-    if _ADDR_RE.fullmatch(token):
-        return "addr"
+    if ":" in token:  # a grep hit and an address both hold one
+        hit = _GREP_HIT_RE.fullmatch(token)
+        if hit:
+            return _classify(hit.group(2))
+        if _ADDR_RE.fullmatch(token):
+            return "addr"
     if "=" in token:
         key, _, value = token.partition("=")
         return "kv" if key and value.strip("=") and _KEY_RE.fullmatch(key) else None
-    if "/" in token and any(ch.isalpha() for ch in token):
+    if "/" in token and any(map(str.isalpha, token)):
         return "path"
-    if _VERSION_RE.fullmatch(token):
-        return "version"
-    if "." in token and token.rsplit(".", 1)[-1].lower() in PATH_SUFFIXES:
-        return "path"
-    if _HEX_RE.fullmatch(token):
+    if "." in token:
+        if _VERSION_RE.fullmatch(token):
+            return "version"
+        if token.rsplit(".", 1)[-1].lower() in PATH_SUFFIXES:
+            return "path"
+    if len(token) >= 7 and _HEX_RE.fullmatch(token):
         return "hex"
-    if _CODE_RE.fullmatch(token):
+    first = token[:1]
+    if "A" <= first <= "Z" and _CODE_RE.fullmatch(token):
         return "code"
     if "_" in token and _SNAKE_RE.fullmatch(token):
         return "ident"
-    if _CAMEL_RE.fullmatch(token):
+    if first in _ASCII_LETTERS and _CAMEL_RE.fullmatch(token):
         return "ident"
-    if any(ch.isdigit() for ch in token):
-        return "num"
-    return None
+    return "num" if any(map(str.isdigit, token)) else None
 
 
 def _rare(core: str, out: list[str]) -> None:
@@ -314,7 +350,7 @@ def _rare(core: str, out: list[str]) -> None:
 def _names_exception(text: str) -> bool:
     """``ValueError``, ``FileNotFoundError(``, ``TimeoutException``: an error met, though
     no cue word stands alone in it (the substring test keeps the regex off most lines)."""
-    return any(end in text for end in _EXCEPTION_ENDINGS) and bool(_EXCEPTION_RE.search(text))
+    return bool(_ENDING_RE.search(text) and _EXCEPTION_RE.search(text))
 
 
 def leading_exception(text: str) -> str | None:
@@ -337,29 +373,36 @@ def extract(text: str) -> Features:
     rare: list[str] = []
     previous = ""  # the previous token without surrounding punctuation
     for i, raw in enumerate(tokens):
-        core = raw.strip(_STRIP + ".:")
-        _rare(core, rare)
-        if previous:
-            if previous.lower() in MONTHS and core.isdigit() and len(core) <= 2:
-                found.append(("date", f"{previous} {core}"))
-            elif (
-                previous.istitle()
+        core = raw.strip(_CORE_STRIP)
+        if core.isalpha():  # most tokens: _rare's and the name test's cheap cases inline
+            if core.islower() or core.istitle() or core.isupper():
+                lowered = core.lower()
+                if len(lowered) >= 4 and lowered not in COMMON_WORDS:
+                    rare.append(lowered)
+            else:
+                _rare(core, rare)
+            if (
+                core.istitle()
+                and previous.istitle()
                 and previous.isalpha()
-                and core.istitle()
-                and core.isalpha()
                 and tokens[i - 1][-1:].isalpha()
             ):
                 found.append(("name", f"{previous} {core}"))
-        previous = raw.strip(_STRIP)
-        if core.isalpha() and "`" not in raw:
-            continue  # a plain word: no identifier
+            previous = raw.strip(_STRIP)
+            if "`" not in raw:
+                continue  # a plain word: no identifier
+        else:
+            _rare(core, rare)
+            if core.isdigit() and len(core) <= 2 and previous.lower() in MONTHS:
+                found.append(("date", f"{previous} {core}"))
+            previous = raw.strip(_STRIP)
         token = previous.rstrip(".:")
         if raw.startswith("`") and raw.endswith("`") and len(raw) > 3:
             found.append(("ident", token))
             continue
         if not token:
             continue
-        hit = _GREP_HIT_RE.fullmatch(token)
+        hit = _GREP_HIT_RE.fullmatch(token) if ":" in token else None
         if hit:
             found.append(("path", hit.group(1)))
             token = hit.group(2)
@@ -377,11 +420,19 @@ def extract(text: str) -> Features:
             if value and _KEY_RE.fullmatch(token):
                 found.append(("kv", f"{token}: {value}"))
     lowered = text.lower()
-    cues = {CUE_BY_WORD[w] for w in _WORDS_RE.findall(lowered) if w in CUE_BY_WORD}
-    cues.update(CUE_BY_PHRASE[p] for p in _PHRASE_RE.findall(lowered))
+    words = _WORDS_RE.findall(lowered)
+    cues = (
+        set()
+        if _CUE_WORD_SET.isdisjoint(words)
+        else {CUE_BY_WORD[w] for w in words if w in CUE_BY_WORD}
+    )
+    phrases = _PHRASE_RE.findall(lowered)
+    if phrases:
+        cues.update(CUE_BY_PHRASE[p] for p in phrases)
     if "error" not in cues and _names_exception(text):
         cues.add("error")
-    rare.extend("#" + value.lower() for kind, value in found if kind in DISTINCTIVE_KINDS)
+    if found:
+        rare.extend("#" + value.lower() for kind, value in found if kind in DISTINCTIVE_KINDS)
     return Features(
         tuple(found),
         frozenset(cues),
@@ -395,10 +446,10 @@ def supersession_keys(lowered: str, idents: list[tuple[str, str]]) -> tuple[tupl
     keys: dict[str, str] = {}
     for kind, value in idents:
         if kind == "kv":
-            key, _, val = re.split(r"\s*([=:])\s*", value, maxsplit=1)
-            if any(ch in key for ch in "_.-") or any(ch.isupper() for ch in key[1:]):
+            key, _, val = _KV_SPLIT_RE.split(value, maxsplit=1)
+            if any(map(key.__contains__, "_.-")) or any(map(str.isupper, key[1:])):
                 keys[key.lower()] = val.strip("\"'`").lower()
-    if any(hint in lowered for hint in _SET_HINTS):
+    if _SET_HINT_RE.search(lowered):
         for pattern in (_SET_RE, _IS_NOW_RE):
             for match in pattern.finditer(lowered):
                 keys[" ".join(match.group(1).split())] = match.group(2).strip(".,;\"'`")
