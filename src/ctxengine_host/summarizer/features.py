@@ -374,13 +374,8 @@ def extract(text: str) -> Features:
     previous = ""  # the previous token without surrounding punctuation
     for i, raw in enumerate(tokens):
         core = raw.strip(_CORE_STRIP)
-        if core.isalpha():  # most tokens: _rare's and the name test's cheap cases inline
-            if core.islower() or core.istitle() or core.isupper():
-                lowered = core.lower()
-                if len(lowered) >= 4 and lowered not in COMMON_WORDS:
-                    rare.append(lowered)
-            else:
-                _rare(core, rare)
+        _rare(core, rare)
+        if core.isalpha():  # a word: the name test; an identifier only when backticked
             if (
                 core.istitle()
                 and previous.istitle()
@@ -392,7 +387,6 @@ def extract(text: str) -> Features:
             if "`" not in raw:
                 continue  # a plain word: no identifier
         else:
-            _rare(core, rare)
             if core.isdigit() and len(core) <= 2 and previous.lower() in MONTHS:
                 found.append(("date", f"{previous} {core}"))
             previous = raw.strip(_STRIP)
