@@ -54,11 +54,11 @@ _MAX_REGEX_NESTING = 32
 _LINEAGE_SHOWN = 32
 #: Matching messages listed under a summary hit, and up to what size they are shown whole.
 _INNER_HITS = 5
+_INNER_WHOLE_CHARS = 300
 #: Summary hits that list their matching messages: the best ones (each costs a search of
 #: the summary's span, one index pass per query operand; a condensed summary spans
 #: thousands of messages, and an agent expands the first few hits it reads).
 INNER_SUMMARY_HITS = 3
-_INNER_WHOLE_CHARS = 300
 #: Source ids listed by lcm_describe.
 _DESCRIBE_SOURCES = 50
 #: Ids of folded near-duplicates listed under a relevance hit.
@@ -286,8 +286,6 @@ class ToolRunner:
         for h in hits:
             key = (h.kind, h.id)
             expression = inner_expanded if key in expanded_only else inner
-            if h.kind == "summary" and h.id not in spans:
-                expression = None
             item = self._hit_item(
                 h, access, parents, expression, folded.get(key, ()), budget, spans,
                 differences.get(key),
@@ -586,16 +584,16 @@ class ToolRunner:
         hit: SearchHit,
         access: Access,
         parents: dict[int, int],
-        fts_query: str | None = None,
-        similar: tuple[SearchHit, ...] = (),
-        budget: WorkBudget | None = None,
-        spans: dict[int, StoredSummary] | None = None,
-        differences: dict[int, str] | None = None,
+        fts_query: str | None,
+        similar: tuple[SearchHit, ...],
+        budget: WorkBudget,
+        spans: dict[int, StoredSummary],
+        differences: dict[int, str] | None,
     ) -> dict[str, Any]:
         """One result; ``parents`` maps message hits to their covering summaries and
-        ``spans`` summary hits to their rows (each read for all hits at once); ``similar``
-        are the near-duplicates folded under it, ``differences`` (by a folded hit's id) the
-        lines of that hit this one lacks."""
+        ``spans`` the summary hits that list their matching messages to their rows (each
+        read for all hits at once); ``similar`` are the near-duplicates folded under it,
+        ``differences`` (by a folded hit's id) the lines of that hit this one lacks."""
         ref = message_ref if hit.kind == "message" else summary_ref
         item: dict[str, Any] = {
             "id": ref(hit.id),
@@ -610,19 +608,18 @@ class ToolRunner:
         else:
             item["depth"] = hit.depth
         item["snippet"] = hit.text
-        if hit.kind == "summary" and fts_query is not None and (budget is None or budget.spend()):
+        summary = spans.get(hit.id) if hit.kind == "summary" else None
+        if summary is not None and fts_query is not None and budget.spend():
             # The verbatim messages under this summary that match too: ids to expand.
-            summary = spans.get(hit.id) if spans is not None else self.store.summary(hit.id)
-            if summary is not None:
-                inner = self.store.search_within(
-                    summary.conversation_id, summary.first_seq, summary.last_seq, fts_query,
-                    _INNER_HITS, min(self.config.grep_whole_text_chars, _INNER_WHOLE_CHARS),
-                    by_relevance=True, deadline=budget.deadline if budget else None,
-                )  # fmt: skip
-                item["matching_messages"] = [
-                    {"id": message_ref(h.id), "role": h.role, "seq": h.seq, "snippet": h.text}
-                    for h in inner
-                ]
+            inner = self.store.search_within(
+                summary.conversation_id, summary.first_seq, summary.last_seq, fts_query,
+                _INNER_HITS, min(self.config.grep_whole_text_chars, _INNER_WHOLE_CHARS),
+                by_relevance=True, deadline=budget.deadline,
+            )  # fmt: skip
+            item["matching_messages"] = [
+                {"id": message_ref(h.id), "role": h.role, "seq": h.seq, "snippet": h.text}
+                for h in inner
+            ]
         if similar:
             item["similar"] = {
                 "count": len(similar),
