@@ -33,6 +33,17 @@ SAMPLE = ROOT / "examples" / "sessions" / "long-2000.jsonl.gz"
 TARGET_SECONDS = 60.0
 
 
+def isolated_home(home: str) -> dict[str, str]:
+    """Environment variables that keep a run's config, data and quarantine under ``home``
+    (a user's own settings and stores must not change the figures, nor be written)."""
+    return {
+        "XDG_CONFIG_HOME": f"{home}/config",
+        "XDG_DATA_HOME": f"{home}/data",
+        "CTXENGINE_DATA_DIR": f"{home}/data/ctxengine",
+        "CTXENGINE_QUARANTINE_FILE": f"{home}/quarantine.jsonl",
+    }
+
+
 def run_once(engine: str, context_length: int | None = None, src: Path | None = None) -> dict:
     """One replay in a fresh process; ``src``: run that checkout's code instead of ours."""
     command = [sys.executable, "-m", "ctxengine_host.cli", "replay", str(SAMPLE)]
@@ -43,10 +54,7 @@ def run_once(engine: str, context_length: int | None = None, src: Path | None = 
         env = {
             **os.environ,
             **({"PYTHONPATH": str(src)} if src is not None else {}),
-            "XDG_CONFIG_HOME": f"{home}/config",
-            "XDG_DATA_HOME": f"{home}/data",
-            "CTXENGINE_DATA_DIR": f"{home}/data/ctxengine",
-            "CTXENGINE_QUARANTINE_FILE": f"{home}/quarantine.jsonl",
+            **isolated_home(home),
         }
         started = time.perf_counter()
         before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime

@@ -29,6 +29,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from bench_replay import isolated_home
+
 from ctxengine_host.summarizer import extractive, features, files, render, structure
 from ctxengine_host.tokens import TokenCounter
 
@@ -55,12 +57,7 @@ def capture(out: Path, command: list[str]) -> None:
 
     extractive.ExtractiveBackend.summarize = recording  # type: ignore[method-assign]
     with tempfile.TemporaryDirectory(prefix="bench-summarizer-") as home:
-        os.environ.update(
-            XDG_CONFIG_HOME=f"{home}/config",
-            XDG_DATA_HOME=f"{home}/data",
-            CTXENGINE_DATA_DIR=f"{home}/data/ctxengine",
-            CTXENGINE_QUARANTINE_FILE=f"{home}/quarantine.jsonl",
-        )
+        os.environ.update(isolated_home(home))
         code = main(command)
     extractive.ExtractiveBackend.summarize = original  # type: ignore[method-assign]
     out.write_bytes(pickle.dumps({"command": command, "counter": counter, "calls": calls}))
