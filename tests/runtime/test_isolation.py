@@ -253,3 +253,66 @@ def test_observed_or_overridden_hooks_are_never_inline(make_host):
     assert handle.inline <= {"update_model"} and not handle.inline & handle.implemented
     observed = EngineHandle(MinimalEngine(), "minimal", is_default=False, observers=[object()])
     assert observed.inline == frozenset()
+
+
+def test_calls_sharing_a_hand_off_each_keep_their_own_timeout():
+    """The second call's timeout runs from its own start, not the first's; the call after
+    one that timed out never starts, even once the hung call returns."""
+    pool = WorkerPool()
+    ran: list[str] = []
+    slow_then_fast = [(lambda: time.sleep(0.3) or "slow", 1.0), (lambda: "fast", 0.2)]
+    assert pool.run_steps(slow_then_fast) == (["slow", "fast"], None)
+    steps = [
+        (lambda: "a", 1.0),
+        (lambda: time.sleep(0.4) or "late", 0.1),
+        (lambda: ran.append("third"), 1.0),
+    ]
+    results, failure = pool.run_steps(steps)
+    assert results == ["a"]
+    assert failure is not None and failure[0] == 1 and isinstance(failure[1], CallTimeout)
+    time.sleep(0.6)
+    assert ran == [] and pool.stuck == 0
+    pool.close()
+
+
+class FailingUpdateEngine(RecordingEngine):
+    name = "failing-update"
+
+    def update_from_response(self, usage):
+        self._rec("update_from_response", dict(usage))
+        raise RuntimeError("broken usage bookkeeping")
+
+
+def test_a_response_is_recorded_with_one_hand_off(make_host):
+    """ingest, update_from_response and should_compress run back to back on one worker."""
+    engine = RecordingEngine()
+    host = make_host(engine)
+    session = host.open_session("s")
+    session.add_user_message("x")
+    hand_offs: list[int] = []
+    run_steps = host.pool.run_steps
+    host.pool.run_steps = lambda steps: hand_offs.append(len(steps)) or run_steps(steps)
+    engine.calls.clear()
+    session.record_response(
+        {"role": "assistant", "content": "y"}, {"prompt_tokens": 7, "completion_tokens": 1}
+    )
+    assert hand_offs == [3]
+    assert [method for method, _ in engine.calls] == [
+        "ingest",
+        "update_from_response",
+        "should_compress",
+    ]
+
+
+def test_a_failure_in_a_shared_hand_off_sends_the_rest_to_the_default(make_host):
+    engine = FailingUpdateEngine()
+    host = make_host(engine)
+    session = host.open_session("s")
+    session.add_user_message("x")
+    engine.calls.clear()
+    session.record_response(
+        {"role": "assistant", "content": "y"}, {"prompt_tokens": 7, "completion_tokens": 1}
+    )
+    assert session.guard.mode == "fallback"
+    assert [method for method, _ in engine.calls] == ["ingest", "update_from_response"]
+    assert session.guard.engine is not engine  # should_compress went to the default

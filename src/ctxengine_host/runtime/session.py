@@ -209,6 +209,14 @@ class Session:
         finally:
             self.turn_stats.engine_ms += (time.perf_counter() - started) * 1000
 
+    def engine_calls(self, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+        """:meth:`engine_call` of back-to-back calls, in one worker hand-off."""
+        started = time.perf_counter()
+        try:
+            return self.guard.call_many(calls)
+        finally:
+            self.turn_stats.engine_ms += (time.perf_counter() - started) * 1000
+
     def _check_open(self) -> None:
         if self._ended:
             raise SessionClosedError(
@@ -379,7 +387,8 @@ class Session:
                 )
         self.add_messages(batch)
 
-    def _append(self, batch: list[Message], origin: str) -> list[LiveEntry]:
+    def _append(self, batch: list[Message], origin: str, *, ingest: bool = True) -> list[LiveEntry]:
+        """Store what ``batch`` holds that is new, then (``ingest``) hand it to the engine."""
         live = self.live
         # A retried turn re-sends what is already stored: keep only what is new.
         batch = [m for m in batch if not isinstance(m, dict) or live.matching_entry(m) is None]
@@ -410,17 +419,28 @@ class Session:
             live.entry(row_id, m, d) for row_id, m, d in zip(row_ids, stamped, digests, strict=True)
         ]
         live.extend(entries)
-        self._ingest(stamped)
+        if ingest:
+            self._ingest(stamped)
         return entries
 
-    def _ingest(self, stamped: list[Message]) -> None:
-        self._ensure_bootstrapped()
-        fault_point("host.ingest.before_engine")
-        if self.guard.implements("ingest"):
-            result = self.engine_call(
-                "ingest", session_id=self.session_id, messages=[copy_message(m) for m in stamped]
-            )
-            self.check_model_result("ingest", result)
+    def _ingest(
+        self, stamped: list[Message], then: list[tuple[str, dict[str, Any]]] | None = None
+    ) -> list[Any]:
+        """Hand ``stamped`` to the engine, with the calls ``then`` in the same hand-off;
+        their results."""
+        calls = list(then or ())
+        if stamped:
+            self._ensure_bootstrapped()
+            fault_point("host.ingest.before_engine")
+            if self.guard.implements("ingest"):
+                copies = [copy_message(m) for m in stamped]
+                calls.insert(0, ("ingest", {"session_id": self.session_id, "messages": copies}))
+        if not calls:
+            return []
+        results = self.engine_calls(calls)
+        if len(calls) > len(then or ()):
+            self.check_model_result("ingest", results.pop(0))
+        return results
 
     # ---------------------------------------------------------- building requests
 
@@ -505,10 +525,15 @@ class Session:
                 usage = estimated_usage(prompt, completion)
             else:
                 usage = normalize_usage(usage)
-            self._append([assistant_message], origin="response")
+            entries = self._append([assistant_message], origin="response", ingest=False)
             self.turn_stats.usage = usage
-            self.engine_call("update_from_response", usage=dict(usage))
-            flag = self.engine_call("should_compress", prompt_tokens=usage["prompt_tokens"])
+            _, flag = self._ingest(
+                [entry.message for entry in entries],
+                then=[
+                    ("update_from_response", {"usage": dict(usage)}),
+                    ("should_compress", {"prompt_tokens": usage["prompt_tokens"]}),
+                ],
+            )
             if self._as_flag("should_compress", flag):
                 self._record_event(self.turn_stats.compactions, self._compactor.run("threshold"))
 
