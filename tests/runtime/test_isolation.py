@@ -283,15 +283,23 @@ class FailingUpdateEngine(RecordingEngine):
         raise RuntimeError("broken usage bookkeeping")
 
 
+def _count_hand_offs(host) -> list[int]:
+    """The number of calls in each hand-off the host's pool makes from now on."""
+    hand_offs: list[int] = []
+    run_steps = host.pool.run_steps
+    host.pool.run_steps = lambda steps, stop=None: (
+        hand_offs.append(len(steps)) or run_steps(steps, stop)
+    )
+    return hand_offs
+
+
 def test_a_response_is_recorded_with_one_hand_off(make_host):
     """ingest, update_from_response and should_compress run back to back on one worker."""
     engine = RecordingEngine()
     host = make_host(engine)
     session = host.open_session("s")
     session.add_user_message("x")
-    hand_offs: list[int] = []
-    run_steps = host.pool.run_steps
-    host.pool.run_steps = lambda steps: hand_offs.append(len(steps)) or run_steps(steps)
+    hand_offs = _count_hand_offs(host)
     engine.calls.clear()
     session.record_response(
         {"role": "assistant", "content": "y"}, {"prompt_tokens": 7, "completion_tokens": 1}
@@ -316,3 +324,22 @@ def test_a_failure_in_a_shared_hand_off_sends_the_rest_to_the_default(make_host)
     assert session.guard.mode == "fallback"
     assert [method for method, _ in engine.calls] == ["ingest", "update_from_response"]
     assert session.guard.engine is not engine  # should_compress went to the default
+
+
+def test_preflight_and_selection_share_a_hand_off_unless_a_compaction_is_asked(make_host):
+    engine = RecordingEngine()
+    host = make_host(engine)
+    session = host.open_session("s")
+    session.add_user_message("x")
+    hand_offs = _count_hand_offs(host)
+    engine.calls.clear()
+    session.build_request()
+    assert hand_offs == [2]
+    assert [m for m, _ in engine.calls] == ["should_compress_preflight", "select_context"]
+    session.guard.engine.preflight = True  # the selection waits for the compaction
+    hand_offs.clear()
+    engine.calls.clear()
+    session.build_request()
+    methods = [m for m, _ in engine.calls]
+    assert methods[0] == "should_compress_preflight" and methods.count("select_context") == 1
+    assert methods[-1] == "select_context" and hand_offs[0] == 2 and hand_offs[-1] == 1

@@ -52,6 +52,15 @@ class RequestAssembler:
 
     def assemble(self) -> ProviderRequest:
         """The default request, then the engine's selection; ``over_budget`` set by precheck."""
+        request = self.default_request()
+        if self.session.guard.implements("select_context"):
+            started = time.perf_counter()
+            method, kwargs = self.select_call(request)
+            request = self.selected(request, self.session.engine_call(method, **kwargs), started)
+        return self.finish(request)
+
+    def default_request(self) -> ProviderRequest:
+        """The session's system prompt and the whole live view, counted."""
         session = self.session
         live = session.live
         conversation = live.tokens + REPLY_PRIMER_TOKENS
@@ -65,27 +74,31 @@ class RequestAssembler:
         )
         if session.shape not in (None, "chat"):
             request.originals = session.head + [e.message for e in live.entries]
-        if session.guard.implements("select_context"):
-            request = self._select(request)
-        request.shape = session.shape or "chat"
-        request.over_budget = request.precheck_tokens > session.budget_tokens
         return request
 
-    def _select(self, request: ProviderRequest) -> ProviderRequest:
+    def select_call(self, request: ProviderRequest) -> tuple[str, dict[str, Any]]:
+        """The ``select_context`` call for ``request`` (the default one), as (method, kwargs)."""
         session = self.session
-        started = time.perf_counter()
+        return "select_context", {
+            "request_messages": MessagesView(request.messages),
+            "conversation_messages": session.live.view(),
+            "incoming_message": copy_message(session.live.last_user_message()),
+            "budget_tokens": session.budget_tokens,
+            "runtime_settings": session.runtime_settings(),
+        }
+
+    def selected(self, request: ProviderRequest, result: Any, started: float) -> ProviderRequest:
+        """:meth:`apply_selection`, the time since ``started`` counted as selection time."""
         try:
-            result = session.engine_call(
-                "select_context",
-                request_messages=MessagesView(request.messages),
-                conversation_messages=session.live.view(),
-                incoming_message=copy_message(session.live.last_user_message()),
-                budget_tokens=session.budget_tokens,
-                runtime_settings=session.runtime_settings(),
-            )
             return self.apply_selection(request, result)
         finally:
-            session.turn_stats.select_ms += (time.perf_counter() - started) * 1000
+            self.session.turn_stats.select_ms += (time.perf_counter() - started) * 1000
+
+    def finish(self, request: ProviderRequest) -> ProviderRequest:
+        """The request's shape and whether the precheck finds it over budget."""
+        request.shape = self.session.shape or "chat"
+        request.over_budget = request.precheck_tokens > self.session.budget_tokens
+        return request
 
     def apply_selection(self, request: ProviderRequest, result: Any) -> ProviderRequest:
         """Fail-open: anything but a valid non-empty selection leaves the request unchanged."""

@@ -107,10 +107,15 @@ class _Job:
     finish cannot both claim a step, and an abandoned job starts no further call.
     """
 
-    __slots__ = ("abandoned", "done", "failure", "finished", "results", "step", "steps")
+    __slots__ = ("abandoned", "done", "failure", "finished", "results", "step", "steps", "stop")
 
-    def __init__(self, steps: Sequence[tuple[Callable[[], Any], float | None]]) -> None:
+    def __init__(
+        self,
+        steps: Sequence[tuple[Callable[[], Any], float | None]],
+        stop: Callable[[int, Any], bool] | None = None,
+    ) -> None:
         self.steps = steps
+        self.stop = stop
         self.done = _thread.allocate_lock()
         self.done.acquire()
         self.results: list[Any] = []
@@ -154,12 +159,15 @@ class WorkerPool:
         return results[0]
 
     def run_steps(
-        self, steps: Sequence[tuple[Callable[[], Any], float | None]]
+        self,
+        steps: Sequence[tuple[Callable[[], Any], float | None]],
+        stop: Callable[[int, Any], bool] | None = None,
     ) -> tuple[list[Any], tuple[int, BaseException] | None]:
         """Consecutive calls on one worker, in one hand-off, each within its own timeout
         (None: no limit): the results of the calls that returned, and the index and
         exception (:class:`CallTimeout` included) of the first that did not, after which
-        no further call starts.
+        no further call starts. ``stop(index, result)``, called on the worker after each
+        call, ends the run early when true.
 
         A hand-off costs two thread switches (tens of microseconds, far more on a loaded
         machine); calls the host makes back to back share one. The caller is not woken as
@@ -169,7 +177,7 @@ class WorkerPool:
         """
         limits = [timeout if timeout and timeout > 0 else math.inf for _, timeout in steps]
         soonest = list(accumulate(reversed(limits), min))[::-1]
-        job = _Job(steps)
+        job = _Job(steps, stop)
         worker = self._acquire()
         job.step = (0, time.monotonic())
         worker.start(job)
@@ -205,6 +213,8 @@ class WorkerPool:
                 job.failure = (index, exc)
                 return
             job.results.append(result)
+            if job.stop is not None and job.stop(index, result):
+                return
 
     def _acquire(self) -> _Worker:
         with self._cond:
@@ -442,30 +452,38 @@ class EngineGuard:
             self.fall_back(method, "quarantined in this process", failed=handle, record=False)
         return self.handle
 
-    def call_many(self, calls: Sequence[tuple[str, dict[str, Any]]]) -> list[Any]:
+    def call_many(
+        self,
+        calls: Sequence[tuple[str, dict[str, Any]]],
+        stop_after: Callable[[str, Any], bool] | None = None,
+    ) -> list[Any]:
         """Consecutive calls (method, kwargs) in one worker hand-off, with what :meth:`call`
         gives each: its own timeout, the fault policy, :data:`SKIPPED` when not routed.
+        ``stop_after(method, result)`` true ends the calls there: the results are then
+        fewer than the calls (it runs on the worker, so it must be quick and not raise).
 
         The calls after one that fails are made one by one on the engine the policy
         switched to, exactly as separate calls would be. ``compress`` (its deadline),
         an engine that times its own calls and a lone call go through :meth:`call`.
         """
         handle = self._handle_for(calls[0][0])
-        results: list[Any] = [SKIPPED] * len(calls)
         routed = [i for i, (method, _) in enumerate(calls) if method in handle.methods]
         if handle.self_timed or len(routed) < 2 or any(calls[i][0] == "compress" for i in routed):
-            for i in routed:
-                results[i] = self.call(*calls[i])
-            return results
+            return self._call_each(calls, [], stop_after)
         steps = []
         for i in routed:
             method, kwargs = calls[i]
             bound = _bound(handle, method, dict(kwargs), None)
             steps.append((bound, self.timeouts.for_method(method)))
-        done, failure = self.pool.run_steps(steps)
+        stop = None if stop_after is None else lambda n, r: stop_after(calls[routed[n]][0], r)
+        done, failure = self.pool.run_steps(steps, stop)
+        results: list[Any] = []
         for i, result in zip(routed, done, strict=False):
-            results[i] = result
+            results += [SKIPPED] * (i - len(results))  # not routed: skipped, as by call()
+            results.append(result)
         if failure is None:
+            if len(done) == len(routed):
+                results += [SKIPPED] * (len(calls) - len(results))
             return results
         index, exc = failure
         failed = routed[index]
@@ -475,8 +493,21 @@ class EngineGuard:
         if handle.is_default:
             raise EngineFailure(handle.name, method, exc) from exc
         self.fall_back(method, f"{type(exc).__name__}: {exc}", failed=handle)
-        for i in range(failed, len(calls)):
-            results[i] = self.call(*calls[i])
+        results += [SKIPPED] * (failed - len(results))
+        return self._call_each(calls, results, stop_after)
+
+    def _call_each(
+        self,
+        calls: Sequence[tuple[str, dict[str, Any]]],
+        results: list[Any],
+        stop_after: Callable[[str, Any], bool] | None,
+    ) -> list[Any]:
+        """The calls from ``len(results)`` on, one :meth:`call` each, appended to ``results``."""
+        for method, kwargs in calls[len(results) :]:
+            result = self.call(method, kwargs)
+            results.append(result)
+            if stop_after is not None and result is not SKIPPED and stop_after(method, result):
+                break
         return results
 
     def fall_back(

@@ -20,7 +20,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -209,11 +209,16 @@ class Session:
         finally:
             self.turn_stats.engine_ms += (time.perf_counter() - started) * 1000
 
-    def engine_calls(self, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
-        """:meth:`engine_call` of back-to-back calls, in one worker hand-off."""
+    def engine_calls(
+        self,
+        calls: list[tuple[str, dict[str, Any]]],
+        stop_after: Callable[[str, Any], bool] | None = None,
+    ) -> list[Any]:
+        """:meth:`engine_call` of back-to-back calls, in one worker hand-off
+        (:meth:`EngineGuard.call_many`)."""
         started = time.perf_counter()
         try:
-            return self.guard.call_many(calls)
+            return self.guard.call_many(calls, stop_after)
         finally:
             self.turn_stats.engine_ms += (time.perf_counter() - started) * 1000
 
@@ -460,10 +465,9 @@ class Session:
                 )
             events: list[CompactionEvent] = []
             if self.guard.implements("should_compress_preflight"):
-                flag = self.engine_call("should_compress_preflight", messages=self.live.view())
-                if self._as_flag("should_compress_preflight", flag):
-                    self._record_event(events, self._compactor.run("preflight"))
-            request = self._assembler.assemble()
+                request = self._preflight_then_select(events)
+            else:
+                request = self._assembler.assemble()
             if request.over_budget:
                 request = self._handle_overflow(request, events)
             request = self._assembler.check_coverage(request)
@@ -475,6 +479,24 @@ class Session:
             self.turn_stats.request_tokens = request.estimated_tokens
             self._last_request = request
             return request
+
+    def _preflight_then_select(self, events: list[CompactionEvent]) -> ProviderRequest:
+        """``should_compress_preflight`` and ``select_context`` in one worker hand-off; the
+        selection is made only when the preflight asks for no compaction (else the request
+        is assembled again after it). The selection time includes the preflight's."""
+        assembler = self._assembler
+        request = assembler.default_request()
+        calls = [("should_compress_preflight", {"messages": self.live.view()})]
+        if self.guard.implements("select_context"):
+            calls.append(assembler.select_call(request))
+        started = time.perf_counter()
+        results = self.engine_calls(calls, stop_after=_asks_compaction)
+        if self._as_flag("should_compress_preflight", results[0]):
+            self._record_event(events, self._compactor.run("preflight"))
+            return assembler.assemble()
+        if len(results) > 1:
+            request = assembler.selected(request, results[1], started)
+        return assembler.finish(request)
 
     def handle_context_overflow(self, error: BaseException | str | None = None) -> ProviderRequest:
         """The provider said the context is too long: compact with ``force=True`` and rebuild."""
@@ -765,6 +787,11 @@ class Session:
 
     def __exit__(self, *exc: Any) -> None:
         self.end(reason="completed" if exc[0] is None else "error")
+
+
+def _asks_compaction(method: str, result: Any) -> bool:
+    """A preflight that asks for a compaction: the selection after it is not made."""
+    return method == "should_compress_preflight" and result is True
 
 
 def _rides_with_tool_results(message: Message) -> bool:
