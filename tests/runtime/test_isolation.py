@@ -275,12 +275,22 @@ def test_calls_sharing_a_hand_off_each_keep_their_own_timeout():
     pool.close()
 
 
+ANSWER = {"role": "assistant", "content": "y"}
+
+
 class FailingUpdateEngine(RecordingEngine):
     name = "failing-update"
 
     def update_from_response(self, usage):
         self._rec("update_from_response", dict(usage))
         raise RuntimeError("broken usage bookkeeping")
+
+
+def _open_with_a_user_message(make_host, engine):
+    host = make_host(engine)
+    session = host.open_session("s")
+    session.add_user_message("x")
+    return host, session
 
 
 def _count_hand_offs(host) -> list[int]:
@@ -296,14 +306,10 @@ def _count_hand_offs(host) -> list[int]:
 def test_a_response_is_recorded_with_one_hand_off(make_host):
     """ingest, update_from_response and should_compress run back to back on one worker."""
     engine = RecordingEngine()
-    host = make_host(engine)
-    session = host.open_session("s")
-    session.add_user_message("x")
+    host, session = _open_with_a_user_message(make_host, engine)
     hand_offs = _count_hand_offs(host)
     engine.calls.clear()
-    session.record_response(
-        {"role": "assistant", "content": "y"}, {"prompt_tokens": 7, "completion_tokens": 1}
-    )
+    session.record_response(ANSWER, {"prompt_tokens": 7, "completion_tokens": 1})
     assert hand_offs == [3]
     assert [method for method, _ in engine.calls] == [
         "ingest",
@@ -314,13 +320,9 @@ def test_a_response_is_recorded_with_one_hand_off(make_host):
 
 def test_a_failure_in_a_shared_hand_off_sends_the_rest_to_the_default(make_host):
     engine = FailingUpdateEngine()
-    host = make_host(engine)
-    session = host.open_session("s")
-    session.add_user_message("x")
+    _, session = _open_with_a_user_message(make_host, engine)
     engine.calls.clear()
-    session.record_response(
-        {"role": "assistant", "content": "y"}, {"prompt_tokens": 7, "completion_tokens": 1}
-    )
+    session.record_response(ANSWER, {"prompt_tokens": 7, "completion_tokens": 1})
     assert session.guard.mode == "fallback"
     assert [method for method, _ in engine.calls] == ["ingest", "update_from_response"]
     assert session.guard.engine is not engine  # should_compress went to the default
@@ -328,9 +330,7 @@ def test_a_failure_in_a_shared_hand_off_sends_the_rest_to_the_default(make_host)
 
 def test_preflight_and_selection_share_a_hand_off_unless_a_compaction_is_asked(make_host):
     engine = RecordingEngine()
-    host = make_host(engine)
-    session = host.open_session("s")
-    session.add_user_message("x")
+    host, session = _open_with_a_user_message(make_host, engine)
     hand_offs = _count_hand_offs(host)
     engine.calls.clear()
     session.build_request()
