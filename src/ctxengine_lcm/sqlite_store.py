@@ -229,6 +229,11 @@ SCHEMA_VERSION = str(LCM_SQLITE_SCHEMA.latest)
 
 #: SQLite's page cache per connection, KiB.
 PAGE_CACHE_KIB = 16_384
+#: Page size of a new store file (SQLite's default is 4 KiB; a file keeps the size it was
+#: made with). Rows of ~1 KB and FTS5's ~4 KB leaf blobs pack with less waste: a
+#: 100,000-message store is ~30% smaller, and an ingest batch writes fewer, larger WAL
+#: frames (docs/performance.md, "LCM ingest").
+NEW_FILE_PAGE_BYTES = 16_384
 #: WAL pages between automatic checkpoints (4 KiB pages: ~40 MB).
 WAL_CHECKPOINT_PAGES = 10_000
 #: Ids per ``IN (...)`` list.
@@ -276,6 +281,8 @@ class SqliteStore(StoreCommon):
 
     def _setup(self) -> None:
         conn = self._conn
+        # Only a file without pages takes it; an existing one keeps its own size.
+        conn.execute(f"PRAGMA page_size={NEW_FILE_PAGE_BYTES}")
         enable_wal(conn, timeout=self._busy_timeout)
         # WAL + NORMAL: a commit is atomic and consistent; a process crash loses nothing
         # committed (the WAL is in the OS's hands), a power loss may lose the newest
