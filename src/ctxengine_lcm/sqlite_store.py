@@ -230,8 +230,8 @@ SCHEMA_VERSION = str(LCM_SQLITE_SCHEMA.latest)
 #: SQLite's page cache per connection, KiB.
 PAGE_CACHE_KIB = 16_384
 #: Page size of a new store file (SQLite's default is 4 KiB; a file keeps the size it was
-#: made with). Rows of ~1 KB and FTS5's ~4 KB leaf blobs pack with less waste: a
-#: 100,000-message store is ~30% smaller, and an ingest batch writes fewer, larger WAL
+#: made with). Rows of ~1 KB and FTS5's ~4 KB leaf blobs pack with less waste (a
+#: 100,000-message store 14% smaller), and an ingest batch writes fewer, larger WAL
 #: frames (docs/performance.md, "LCM ingest").
 NEW_FILE_PAGE_BYTES = 16_384
 #: WAL between automatic checkpoints (10,000 pages of 4 KiB, 2,500 of 16 KiB).
