@@ -160,8 +160,12 @@ class TokenCounter:
         part (:func:`~ctxengine_host.shapes.images.image_part_tokens`), every other content
         part and every other field
         that goes on the wire (as its JSON text)."""
-        n = TOKENS_PER_MESSAGE + self.count_text(content_text(message))
         content = message.get("content")
+        if type(content) is str and _PLAIN_FIELDS.issuperset(message):
+            # Text and no field priced on its own (most messages): the rest adds nothing.
+            n = TOKENS_PER_MESSAGE + self.count_text(content)
+            return n + 2 if message.get("tool_call_id") else n
+        n = TOKENS_PER_MESSAGE + self.count_text(content_text(message))
         n += self.count_text(extra_text(message)) + media_tokens(content)
         if isinstance(content, list):  # parts of no documented type: their JSON
             for part in content:
@@ -256,6 +260,9 @@ _UNCOUNTED_FIELDS = frozenset(
     | PERSISTENCE_ONLY_FIELDS
     | BRIDGE_FIELDS
 )
+#: Fields of a message with text content that add nothing to its count but the
+#: ``tool_call_id``'s 2 tokens (``name``, ``tool_calls``, ``refusal``, ``audio`` do).
+_PLAIN_FIELDS = _UNCOUNTED_FIELDS - {"name", "tool_calls", "refusal", "audio"}
 
 
 def _json_text(value: Any) -> str:

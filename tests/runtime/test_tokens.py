@@ -32,6 +32,22 @@ def test_persistence_fields_do_not_change_the_digest_or_count():
     assert counter.count_message(bare) == counter.count_message(stamped)
 
 
+def test_a_text_message_counts_as_its_text_parts_do():
+    """Text content without fields priced on their own takes a shorter path: the same count
+    as the content given as one text part, which goes through every field's pricing."""
+    counter = TokenCounter("gpt-4")
+    text = "the deploy pipeline " * 8
+    for fields in (
+        {"role": "user"},
+        {"role": "tool", "tool_call_id": "call_1", "message_uid": "u" * 32},
+        {"role": "tool", "tool_call_id": "", "timestamp": "2026-12-04T00:00:00Z"},
+        {"role": "assistant", "name": "helper"},
+        {"role": "assistant", "x_extension": {"k": "v"}},
+    ):
+        parts = dict(fields, content=[{"type": "text", "text": text}])
+        assert counter.count_message(dict(fields, content=text)) == counter.count_message(parts)
+
+
 def test_a_message_digest_is_the_one_stored_by_earlier_versions():
     """Stored rows and transcripts keep their digests: the text hashed must not change."""
     message = {
