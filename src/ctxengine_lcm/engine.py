@@ -364,6 +364,7 @@ class LcmEngine(ContextEngine):
         )
         if report.passes:
             self.compression_count += 1
+            self.store.tidy_search_index()
         reason = report.error or (
             f"{report.leaf_passes} leaf and {report.condensed_passes} condensed passes; "
             f"stopped: {report.stopped}"

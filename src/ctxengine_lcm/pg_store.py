@@ -639,6 +639,12 @@ class PgLcmStore(StoreCommon):
         ]
         return list(rows[0][0]), grants
 
+    # Upkeep.
+
+    def tidy_search_index(self) -> None:
+        """Nothing to do: a GIN index has no segments to merge (autovacuum flushes its
+        pending list)."""
+
     # Health.
 
     def size_bytes(self) -> int:

@@ -32,6 +32,10 @@ _WORDS = re.compile(r"\w+")
 #: Non-ASCII letters that case-insensitive matching equates with ASCII ones but whose
 #: lowercase form is not ASCII (dotless i, long s).
 _ASCII_FOLDS = (("\u0131", "i"), ("\u017f", "s"))
+#: ASCII characters outside ``\w``, each mapped to a space.
+_ASCII_NON_WORD = str.maketrans(
+    {c: " " for c in map(chr, range(128)) if not (c.isalnum() or c == "_")}
+)
 
 
 @dataclass(frozen=True)
@@ -77,25 +81,31 @@ def rerank(
         math.log((len(hits) + 1) / (sum(column) + 0.5)) for column in zip(*holds, strict=True)
     ]
     total_weight = sum(weights[: len(terms)]) or 1.0
-    # The columns of each term's alternatives in ``flat``, with their factors.
-    columns: list[list[tuple[int, float]]] = []
+    # Each term's alternatives as (column in ``flat``, the weight one stands in with),
+    # best first: a hit that lacks the term gains the first of them it holds.
+    stand_ins: list[list[tuple[int, float]]] = []
     column = len(terms)
-    for group in alts:
-        columns.append([(column + n, factor) for n, (_, factor) in enumerate(group)])
+    for i, group in enumerate(alts):
+        values = [
+            (column + n, min(weights[column + n], weights[i]) * factor)
+            for n, (_, factor) in enumerate(group)
+        ]
+        stand_ins.append(sorted(values, key=lambda pair: -pair[1]))
         column += len(group)
+    term_weights = list(enumerate(weights[: len(terms)]))
     scores = [_store_relevance(h) for h in hits]
     top = max(scores) or 1.0
     ranked: list[RankedHit] = []
     for hit, score, row in zip(hits, scores, holds, strict=True):
         exact = 0.0
-        for i in range(len(terms)):
+        for i, weight in term_weights:
             if row[i]:
-                exact += weights[i]
-            else:
-                exact += max(
-                    (min(weights[c], weights[i]) * f for c, f in columns[i] if row[c]),
-                    default=0.0,
-                )
+                exact += weight
+                continue
+            for c, value in stand_ins[i]:
+                if row[c]:
+                    exact += value
+                    break
         ranked.append(RankedHit(hit, score / top + exact / total_weight))
     ranked.sort(key=lambda r: (-r.relevance, -r.hit.created_at, -r.hit.id))
     return ranked
@@ -115,7 +125,7 @@ def fold_similar(ranked: Sequence[RankedHit], threshold: float, groups: int) -> 
     leaders: list[tuple[RankedHit, frozenset[str], list[SearchHit]]] = []
     by_prefix_word: dict[str, list[int]] = {}
     for candidate in ranked:
-        words = frozenset(_WORDS.findall(candidate.hit.text.lower()))
+        words = _word_set(candidate.hit.text)
         prefix = _prefix(words, threshold)
         sharing = sorted({n for word in prefix for n in by_prefix_word.get(word, ())})
         home = next((n for n in sharing if _jaccard(words, leaders[n][1]) >= threshold), None)
@@ -128,6 +138,15 @@ def fold_similar(ranked: Sequence[RankedHit], threshold: float, groups: int) -> 
             by_prefix_word.setdefault(word, []).append(len(leaders))
         leaders.append((candidate, words, []))
     return [replace(leader, similar=tuple(folded)) for leader, _, folded in leaders]
+
+
+def _word_set(text: str) -> frozenset[str]:
+    """The ``\\w+`` words of ``text`` lowercased. An ASCII text (most) is split at its
+    non-word characters made spaces: the same words, in under half the regex's time."""
+    lowered = text.lower()
+    if lowered.isascii():
+        return frozenset(lowered.translate(_ASCII_NON_WORD).split())
+    return frozenset(_WORDS.findall(lowered))
 
 
 def _prefix(words: frozenset[str], threshold: float) -> list[str]:

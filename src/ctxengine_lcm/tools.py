@@ -16,6 +16,8 @@ from typing import Any, Literal, cast
 
 import regex
 
+from ctxengine_host.json_text import json_dumper
+
 from .attached import KEYS as ATTACHED_KEYS
 from .attached import attachments, shown_once
 from .calls import decoded_calls
@@ -71,6 +73,9 @@ MIN_RESULT_TOKENS = 128
 MIN_DESCRIBE_TOKENS = 512
 #: Relevance ranks a long text by its first (this times grep_whole_text_chars) characters.
 _PREVIEW_FACTOR = 4
+#: A result's JSON text, as the model reads it (``json.dumps(..., ensure_ascii=False)``
+#: with its encoder built once: each grep measures every item it returns).
+_json_text = json_dumper()
 
 TOOL_SCHEMAS: list[dict[str, Any]] = [
     {
@@ -812,7 +817,7 @@ class ToolRunner:
 
     def _charge_expansion(self, out: dict[str, Any], grant: Grant | None) -> dict[str, Any]:
         if grant is not None:
-            tokens = self.count(json.dumps(out, ensure_ascii=False))
+            tokens = self.count(_json_text(out))
             self.store.charge_grant(grant.id, tokens)
             out["session"] = grant.parent_session_id
         return out
@@ -837,7 +842,7 @@ class ToolRunner:
         if offset == 0 and message.token_count <= room:
             return {"message": verbatim, "total_chars": len(text), "next_offset": None, **decoded}
         others = {k: v for k, v in verbatim.items() if k != "content"}
-        room -= self.count(json.dumps(others, ensure_ascii=False))
+        room -= self.count(_json_text(others))
         page, next_offset = _page(text, offset, max(1, room), self.count)
         if isinstance(verbatim.get("content"), str):
             verbatim["content"] = page
@@ -894,7 +899,7 @@ class ToolRunner:
             chosen: tuple[dict[str, Any], int, int] | None = None
             room = True
             for item in (full, slim) if len(slim) < len(full) else (full,):
-                encoded = json.dumps(item, ensure_ascii=False)
+                encoded = _json_text(item)
                 room = not kept or size + len(encoded) <= self.config.tool_output_max_chars
                 cost = self.count(encoded) if room and left is not None else 0
                 if room and (left is None or cost <= left):
@@ -977,7 +982,7 @@ def _page(
 
 def _shell_tokens(out: dict[str, Any], count: Callable[[str], int]) -> int:
     """Tokens of a result before its paged content is added."""
-    return count(json.dumps(out, ensure_ascii=False))
+    return count(_json_text(out))
 
 
 def bounded(out: dict[str, Any], max_tokens: int, count: Callable[[str], int]) -> dict[str, Any]:
@@ -988,14 +993,14 @@ def bounded(out: dict[str, Any], max_tokens: int, count: Callable[[str], int]) -
     else a result carries (a summary's content, a tool call's arguments, other fields).
     """
     limit = max(max_tokens, MIN_RESULT_TOKENS) - 8  # room for the truncation mark
-    tokens = count(json.dumps(out, ensure_ascii=False))
+    tokens = count(_json_text(out))
     if tokens <= limit + 8:
         return out
-    out = json.loads(json.dumps(out, ensure_ascii=False))
+    out = json.loads(_json_text(out))
     longest = limit * _CHARS_PER_TOKEN_GUESS * 2
     _cut_strings(out, longest + 1, longest)  # cheap first cut: no counting
     for _ in range(12):
-        tokens = count(json.dumps(out, ensure_ascii=False))
+        tokens = count(_json_text(out))
         top = max((len(text) for text in _strings(out)), default=0)
         if tokens <= limit or top <= 16:
             break

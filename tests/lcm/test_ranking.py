@@ -5,7 +5,9 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ctxengine_lcm import ranking
 from ctxengine_lcm.ranking import (
+    _word_set,
     exact_pattern,
     fold_similar,
     folded_aligned,
@@ -146,3 +148,20 @@ def test_occurrences_are_where_the_exact_pattern_matches(pieces, term):
     assert set(expected) <= set(found)  # none missed
     assert all(exact_pattern(*term).match(text, at) for at in found)  # none false
     assert occurrences(text, term, 2, folded_aligned(text)) == found[:2]
+
+
+def test_word_sets_split_ascii_text_as_the_word_pattern_does() -> None:
+    texts = [
+        "PASS: the amber service_key is K000Z; see src/app.py:12 (x=1,y=2)",
+        "tabs\tand\nnewlines\x1c\x1fcontrol-chars__under_score 3.14e-5",
+        "Kelvin \u212a lowers to ASCII; caf\u00e9 and \u0131 do not",
+        "",
+        "!!! ... ???",
+    ]
+    for text in texts:
+        assert _word_set(text) == frozenset(ranking._WORDS.findall(text.lower())), text
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=0x250)))
+def test_word_sets_are_the_word_patterns_words_for_any_text(text: str) -> None:
+    assert _word_set(text) == frozenset(ranking._WORDS.findall(text.lower()))
