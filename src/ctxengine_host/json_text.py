@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from json import JSONEncoder
-from json.encoder import encode_basestring
+from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any
 
 try:
@@ -21,12 +21,13 @@ except ImportError:  # a Python without the C accelerator: json's own encoder
     make_encoder = None  # type: ignore[assignment,misc]
 
 
-def json_dumper(*, sort_keys: bool = False) -> Callable[[Any], str]:
-    """A function returning ``json.dumps(value, ensure_ascii=False, default=str,
+def json_dumper(*, sort_keys: bool = False, ensure_ascii: bool = False) -> Callable[[Any], str]:
+    """A function returning ``json.dumps(value, ensure_ascii=ensure_ascii, default=str,
     sort_keys=sort_keys)``, character for character."""
     if make_encoder is None:
-        return JSONEncoder(ensure_ascii=False, default=str, sort_keys=sort_keys).encode
-    encode = make_encoder(None, str, encode_basestring, None, ": ", ", ", sort_keys, False, True)
+        return JSONEncoder(ensure_ascii=ensure_ascii, default=str, sort_keys=sort_keys).encode
+    escape = encode_basestring_ascii if ensure_ascii else encode_basestring
+    encode = make_encoder(None, str, escape, None, ": ", ", ", sort_keys, False, True)
 
     def dumps(value: Any) -> str:
         return "".join(encode(value, 0))

@@ -23,7 +23,7 @@ import functools
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from itertools import islice
 
 from .store import SearchHit
@@ -137,7 +137,7 @@ def fold_similar(ranked: Sequence[RankedHit], threshold: float, groups: int) -> 
         for word in prefix:
             by_prefix_word.setdefault(word, []).append(len(leaders))
         leaders.append((candidate, words, []))
-    return [replace(leader, similar=tuple(folded)) for leader, _, folded in leaders]
+    return [RankedHit(r.hit, r.relevance, tuple(folded)) for r, _, folded in leaders]
 
 
 def _word_set(text: str) -> frozenset[str]:

@@ -23,11 +23,12 @@ VALUES = [
 ]
 
 
+@pytest.mark.parametrize("ensure_ascii", [False, True])
 @pytest.mark.parametrize("sort_keys", [False, True])
 @pytest.mark.parametrize("value", VALUES, ids=range(len(VALUES)))
-def test_a_dumper_gives_json_dumps_text(value, sort_keys):
-    expected = json.dumps(value, ensure_ascii=False, default=str, sort_keys=sort_keys)
-    assert json_dumper(sort_keys=sort_keys)(value) == expected
+def test_a_dumper_gives_json_dumps_text(value, sort_keys, ensure_ascii):
+    expected = json.dumps(value, ensure_ascii=ensure_ascii, default=str, sort_keys=sort_keys)
+    assert json_dumper(sort_keys=sort_keys, ensure_ascii=ensure_ascii)(value) == expected
 
 
 def test_a_dumper_is_reused_across_calls():

@@ -48,6 +48,23 @@ def test_a_rewritten_or_replaced_list_is_still_compared_in_full():
     copied.append({"role": "assistant", "content": "new"})
     assert [m["content"] for m in view.take_new(copied)] == ["message 9, sanitized", "new"]
     shorter = copied[-3:]  # the host compacted its list
-    view.returned(shorter)
+    view.returned(shorter, copied)
     grown = [*shorter, {"role": "user", "content": "after"}]
     assert [m["content"] for m in view.take_new(grown)] == ["after"]
+
+
+def test_a_compacted_list_costs_the_messages_returned_not_the_history(monkeypatch):
+    view = HostView("s")
+    history = [{"role": "user", "content": f"message {i}"} for i in range(5_000)]
+    view.take_new(history)
+    summary = {"role": "user", "content": "[Summary of messages 0-4989]"}
+    compacted = [{"role": "system", "content": "prompt"}, summary, *history[-10:]]
+    printed = []
+    real = host_view.fingerprint
+    monkeypatch.setattr(host_view, "fingerprint", lambda m: printed.append(m) or real(m))
+
+    view.returned(compacted, history)
+
+    assert len(printed) <= len(compacted)  # the 5,000 shown were fingerprinted before
+    later = [*compacted[1:], summary, {"role": "user", "content": "after"}]
+    assert [m["content"] for m in view.take_new(later)] == ["after"]  # the summary is its own

@@ -158,8 +158,7 @@ class FrameworkEngineAdapter:
             )
         if not isinstance(result, list) or not result:
             return messages
-        known = {fingerprint(m) for m in messages}
-        self._view.returned(result, [m for m in result if fingerprint(m) not in known])
+        self._view.returned(result, messages)
         return result
 
     def _engine_view(self, messages: list[Message]) -> list[Message] | None:

@@ -23,16 +23,19 @@ stored each time.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from ...contract.messages import content_text
+from ...json_text import json_dumper
 
 Message = dict[str, Any]
 
 #: How many of the last known fingerprints must match for a realignment.
 ALIGN_RUN = 3
+#: ``json.dumps(value, default=str)`` with its encoder built once (a fingerprint's text
+#: must not change: it goes into the uids of stored messages).
+_KEY_JSON = json_dumper(ensure_ascii=True)
 
 
 def fingerprint(message: Any) -> str:
@@ -45,7 +48,7 @@ def fingerprint(message: Any) -> str:
         if isinstance(c, dict)
     ]
     key = [message.get("role"), content_text(message), message.get("tool_call_id"), calls]
-    return hashlib.blake2b(json.dumps(key, default=str).encode(), digest_size=12).hexdigest()
+    return hashlib.blake2b(_KEY_JSON(key).encode(), digest_size=12).hexdigest()
 
 
 class HostView:
@@ -81,13 +84,16 @@ class HostView:
         tail = range(max(1, len(objects) - ALIGN_RUN), len(objects))
         return all(messages[i] is objects[i] for i in tail)
 
+    def _print_of(self, message: Any) -> str:
+        """``fingerprint(message)``, from the cache when it is a message of the list last seen."""
+        held = self._prints.get(id(message))
+        return held[1] if held is not None and held[0] is message else fingerprint(message)
+
     def _fingerprints(self, messages: Sequence[Any]) -> list[str]:
-        cache = self._prints
         prints = []
         fresh: dict[int, tuple[Any, str]] = {}
         for message in messages:
-            held = cache.get(id(message))
-            value = held[1] if held is not None and held[0] is message else fingerprint(message)
+            value = self._print_of(message)
             fresh[id(message)] = (message, value)
             prints.append(value)
         self._prints = fresh
@@ -123,13 +129,17 @@ class HostView:
         self._known = prints
         return fresh
 
-    def returned(self, messages: Sequence[Any], produced: Sequence[Any] = ()) -> None:
-        """The host will hold ``messages`` next (what ``compress`` returned); ``produced``
-        are the engine's own messages among them (summaries), never stored as raw."""
+    def returned(self, messages: Sequence[Any], shown: Sequence[Any]) -> None:
+        """The host will hold ``messages`` next (what ``compress`` returned for the list
+        ``shown``); those ``shown`` did not hold are the engine's own (its summaries), never
+        stored as raw. Each message is fingerprinted once: ``shown`` was seen just before."""
+        known = {self._print_of(m) for m in shown}
         kept = without_system_prompt(messages)
-        self._known = self._fingerprints(kept)
+        prints = self._fingerprints(kept)
+        heads = [fingerprint(messages[0])] if len(kept) < len(messages) else []
+        self._produced.update(p for p in (*heads, *prints) if p not in known)
+        self._known = prints
         self._objects = list(kept)
-        self._produced.update(fingerprint(m) for m in produced)
 
     def _new_from(self, prints: list[str]) -> int:
         known = self._known
