@@ -2,10 +2,10 @@
 
 Builds ours through bench_peer's loop once (``--build``; minutes at 100,000 messages),
 keeps the store in ``--dir``, then runs bench_peer's 50 keyword queries four times each
-and prints statements per query (top level; FTS5's own lookups not counted), CPU time of
-the calling thread per query (p50 / p95: machine load inflates wall time far more) and
-recall. Point ``PYTHONPATH`` at another checkout's ``src`` to measure that code on the
-same store, one version after the other:
+and prints the full-text segments of each index, statements per query (top level; FTS5's
+own lookups not counted), CPU time of the calling thread per query (p50 / p95: machine
+load inflates wall time far more) and recall. Point ``PYTHONPATH`` at another checkout's
+``src`` to measure that code on the same store, one version after the other:
 
     .venv/bin/python benchmarks/bench_grep_cpu.py --dir /tmp/d100k --build --messages 100000
     PYTHONPATH=/path/to/other/src .venv/bin/python benchmarks/bench_grep_cpu.py --dir /tmp/d100k
@@ -67,11 +67,21 @@ def measure(directory: Path) -> dict[str, Any]:
             cpu.append((time.thread_time() - started) * 1000)
         found += value in answer
     calls = peer.FACTS * peer.GREP_REPEATS
+    engine.engine.store._conn.set_trace_callback(None)
     return {
+        "fts_segments": fts_segments(engine.engine.store._conn),
         "statements_per_grep": round(len(statements) / calls, 1),
         "cpu_ms_p50": round(statistics.median(cpu), 2),
         "cpu_ms_p95": round(peer.percentile(cpu, 0.95), 2),
         "recall": f"{found}/{peer.FACTS}",
+    }
+
+
+def fts_segments(conn: Any) -> dict[str, int]:
+    """Segments of each full-text index: each is looked up for every term of a search."""
+    return {
+        fts: conn.execute(f"SELECT count(DISTINCT segid) FROM {fts}_idx").fetchone()[0]
+        for fts in ("messages_fts", "summaries_fts")
     }
 
 
