@@ -458,7 +458,7 @@ class SqliteStore(StoreCommon):
         conn.executemany(insert, rows[:half])
         fault_point("lcm.ingest.mid_batch")
         conn.executemany(insert, rows[half:])
-        ids = _new_ids(top or 0, len(rows))
+        ids: Sequence[int] | None = _new_ids(top or 0, len(rows))
         if ids is None:
             ids = [
                 r[0]
