@@ -47,9 +47,10 @@ def flat_sorted_json(mapping: dict[Any, Any], skip: frozenset[str]) -> bytes | N
 
     json's string escape reads a text character by character, twice (~2.9 µs of a
     780-character message, most of a version digest's cost); ``str.replace``,
-    ``bytes.replace`` and ``bytes.translate`` run over it at memory speed. No text of the
-    JSON around the keys and values holds a backslash or a control character, so those
-    are escaped in the whole text at once; a quote is escaped in each key and value."""
+    ``bytes.replace`` and ``bytes.translate`` run over it at memory speed. Backslashes and
+    quotes are escaped in each key and value; the JSON around them holds no control
+    character, so ``\n``, ``\r`` and ``\t`` are escaped in the whole text at once (after
+    the backslashes, as their escapes add some)."""
     fields: list[tuple[str, str | None]] = []
     for field in mapping.items():
         key, value = field
