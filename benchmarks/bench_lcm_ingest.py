@@ -17,6 +17,12 @@ no embedding), and a later search that compares the newest ``semantic_max_vector
 
     .venv/bin/python benchmarks/bench_lcm_ingest.py --messages 30000
     .venv/bin/python benchmarks/bench_lcm_ingest.py --messages 30000 --semantic
+
+``--ingest-only`` runs the ingest alone, for an instruction count that the machine's load
+does not move (the messages from 2,001 to 12,000: the difference of the two runs):
+
+    valgrind --tool=callgrind --callgrind-out-file=/dev/null .venv/bin/python \\
+        benchmarks/bench_lcm_ingest.py --messages 12000 --ingest-only    # and 2000
 """
 
 from __future__ import annotations
@@ -58,6 +64,18 @@ def whole(total: int) -> tuple[float, float, float]:
                 pass
         engine.dispose()
     return 1e6 * cpu / total, total / wall, load_ms
+
+
+def ingest_only(total: int) -> None:
+    """``LcmEngine.ingest`` of ``total`` messages in calls of ``BATCH`` and nothing else
+    (no compaction, no timing): under ``valgrind --tool=callgrind`` the difference of two
+    sizes is the instructions of the messages between them, whatever the machine's load."""
+    with tempfile.TemporaryDirectory() as directory:
+        engine = make_engine(Path(directory), "fast")
+        gen = Generator(size=total)
+        for _ in range(0, total, BATCH):
+            engine.ingest("bench", gen.messages(BATCH))
+        engine.dispose()
 
 
 def parts(total: int) -> dict[str, float]:
@@ -123,8 +141,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--messages", type=int, default=30_000)
     parser.add_argument("--semantic", action="store_true", help="the semantic index's costs")
+    parser.add_argument(
+        "--ingest-only", action="store_true", help="only ingest (for callgrind), print nothing"
+    )
     args = parser.parse_args()
     total = max(BATCH, args.messages // BATCH * BATCH)
+    if args.ingest_only:
+        ingest_only(total)
+        return
     cpu, rate, load_ms = whole(total)
     print(f"tokenizer load (once per process): {load_ms:.0f} ms CPU")
     print(f"ingest, {total:,} messages: {cpu:.1f} µs CPU per message, {rate:,.0f} messages/s wall")

@@ -33,3 +33,54 @@ def json_dumper(*, sort_keys: bool = False, ensure_ascii: bool = False) -> Calla
         return "".join(encode(value, 0))
 
     return dumps
+
+
+#: Bytes below 0x20: JSON writes each escaped. A UTF-8 multi-byte character has no byte
+#: below 0x80, so looking for these in the encoded text finds exactly the characters.
+_CONTROL_BYTES = bytes(range(0x20))
+
+
+def flat_sorted_json(mapping: dict[Any, Any], skip: frozenset[str]) -> bytes | None:
+    """``json.dumps({k: v for k, v in mapping.items() if k not in skip},
+    ensure_ascii=False, sort_keys=True).encode()`` for a mapping whose keys are all
+    ``str`` and values ``str`` or None, whose texts hold no control character but
+    ``\\n``, ``\\r`` and ``\\t``; None for any other (the encoder gives its text).
+
+    json's string escape reads a text character by character, twice (~2.9 µs of a
+    780-character message, most of a version digest's cost); ``str.replace``,
+    ``bytes.replace`` and ``bytes.translate`` run over it at memory speed. Backslashes and
+    quotes are escaped in each key and value; the JSON around them holds no control
+    character, so ``\n``, ``\r`` and ``\t`` are escaped in the whole text at once (after
+    the backslashes, as their escapes add some)."""
+    fields: list[tuple[str, str | None]] = []
+    for field in mapping.items():
+        key, value = field
+        if key in skip:
+            continue
+        if type(key) is not str or (value is not None and type(value) is not str):
+            return None
+        fields.append(field)
+    fields.sort()  # by key: the keys differ, so values are never compared
+    body = ", ".join(
+        [
+            f'"{_quoted(k)}": null' if v is None else f'"{_quoted(k)}": "{_quoted(v)}"'
+            for k, v in fields
+        ]
+    )
+    try:
+        text = ("{" + body + "}").encode()
+    except UnicodeEncodeError:  # a lone surrogate: the encoder's text fails the same way
+        return None
+    text = text.replace(b"\n", b"\\n").replace(b"\r", b"\\r").replace(b"\t", b"\\t")
+    if len(text.translate(None, _CONTROL_BYTES)) != len(text):
+        return None  # \b, \f or a \u00XX escape: rare, left to the encoder
+    return text
+
+
+def _quoted(text: str) -> str:
+    """``text`` with its backslashes and quotes escaped as JSON escapes them."""
+    if "\\" in text:
+        text = text.replace("\\", "\\\\")
+    if '"' in text:
+        text = text.replace('"', '\\"')
+    return text

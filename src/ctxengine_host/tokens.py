@@ -18,7 +18,7 @@ from typing import Any
 from ._moved import moved_attribute
 from .contract.messages import content_text, strip_persistence_fields
 from .contract.models import PERSISTENCE_ONLY_FIELDS
-from .json_text import json_dumper
+from .json_text import flat_sorted_json, json_dumper
 from .paragraph_tokens import ParagraphTokens
 from .shapes.chat import BRIDGE_FIELDS, METADATA_FIELDS
 from .shapes.parts import CHAT_PART_TYPES, extra_text, media_tokens
@@ -246,9 +246,13 @@ _DIGEST_JSON = json_dumper(sort_keys=True)
 
 
 def message_digest(message: dict[str, Any]) -> str:
-    """A digest of what a message says (persistence-only fields ignored): its version."""
-    body = _DIGEST_JSON(strip_persistence_fields(message))
-    return hashlib.blake2b(body.encode("utf-8"), digest_size=16).hexdigest()
+    """A digest of what a message says (persistence-only fields ignored): its version.
+
+    A message of text fields only (most) has its JSON built directly, the same bytes."""
+    body = flat_sorted_json(message, PERSISTENCE_ONLY_FIELDS)
+    if body is None:
+        body = _DIGEST_JSON(strip_persistence_fields(message)).encode("utf-8")
+    return hashlib.blake2b(body, digest_size=16).hexdigest()
 
 
 #: Fields count_message prices on their own (``refusal`` and ``audio`` through

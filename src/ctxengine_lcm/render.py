@@ -73,28 +73,34 @@ def to_new_message(
         extra = dict(message)
         text = "\n".join(t for t in (content_text(message), called) if t)
     role = message.get("role")
-    names = [
+    tool_name = ",".join(_call_names(calls)) if calls else ""
+    if not tool_name and isinstance(message.get("name"), str):
+        tool_name = message["name"]
+    tool_call_id = message.get("tool_call_id")
+    # Positional, in NewMessage's field order: keywords cost more than the rest of the tuple.
+    return NewMessage(
+        uid,
+        role if isinstance(role, str) else str(role),
+        text,
+        _EXTRA_JSON(extra),
+        tool_call_id if isinstance(tool_call_id, str) else None,
+        tool_name or None,
+        token_count,
+        stub_tokens if stub_tokens is not None else token_count,  # context_tokens
+        stub_tokens is not None,  # externalized
+        created_at,
+        message_digest(message),
+    )
+
+
+def _call_names(calls: list[Any]) -> list[str]:
+    """The non-empty function names of OpenAI-style tool calls."""
+    names = (
         str(c.get("function", {}).get("name", ""))
         for c in calls
         if isinstance(c, dict) and isinstance(c.get("function"), dict)
-    ]
-    tool_name = ",".join(n for n in names if n) or (
-        message.get("name") if isinstance(message.get("name"), str) else None
     )
-    tool_call_id = message.get("tool_call_id")
-    return NewMessage(
-        message_uid=uid,
-        role=role if isinstance(role, str) else str(role),
-        content=text,
-        extra_json=_EXTRA_JSON(extra),
-        tool_call_id=tool_call_id if isinstance(tool_call_id, str) else None,
-        tool_name=tool_name or None,
-        token_count=token_count,
-        context_tokens=stub_tokens if stub_tokens is not None else token_count,
-        externalized=stub_tokens is not None,
-        created_at=created_at,
-        digest=message_digest(message),
-    )
+    return [n for n in names if n]
 
 
 def stored_digest(message_uid: str, content: str, extra_json: str) -> str:

@@ -254,6 +254,19 @@ _WITHIN_CANDIDATES = 2_000
 _SNIPPET_TOKENS = 48
 
 
+#: SQLite's largest rowid: with it taken, new rows get ids drawn at random.
+_MAX_ROWID = (1 << 63) - 1
+
+
+def _new_ids(top: int, count: int) -> range | None:
+    """The ids of ``count`` rows just inserted, in order, into ``messages`` whose largest
+    id was ``top`` (0: empty); None when they must be read back. SQLite gives a row
+    inserted without an id the largest id + 1 (no AUTOINCREMENT here) unless that
+    largest is :data:`_MAX_ROWID`, and nothing else writes the table inside the
+    transaction, so the ids are consecutive as long as they stay below it."""
+    return range(top + 1, top + 1 + count) if top + count < _MAX_ROWID else None
+
+
 class StoreError(RuntimeError):
     """The store file cannot be used (not SQLite, no FTS5, newer schema)."""
 
@@ -451,7 +464,8 @@ class SqliteStore(StoreCommon):
     ) -> Appended:
         """Rows, full-text entries and context items for ``fresh`` at free seq/ordinal slots."""
         last_seq = first_seq + len(fresh) - 1
-        rows = [(conversation_id, first_seq + n, *m.columns()) for n, m in enumerate(fresh)]
+        rows = [(conversation_id, first_seq + n, *m) for n, m in enumerate(fresh)]
+        (top,) = conn.execute("SELECT max(id) FROM messages").fetchone()
         insert = (
             "INSERT INTO messages(conversation_id, seq, message_uid, role, content, "
             "extra_json, tool_call_id, tool_name, token_count, context_tokens, "
@@ -461,14 +475,16 @@ class SqliteStore(StoreCommon):
         conn.executemany(insert, rows[:half])
         fault_point("lcm.ingest.mid_batch")
         conn.executemany(insert, rows[half:])
-        ids = [
-            r[0]
-            for r in conn.execute(
-                "SELECT id FROM messages WHERE conversation_id=? AND seq BETWEEN ? AND ? "
-                "ORDER BY seq",
-                (conversation_id, first_seq, last_seq),
-            )
-        ]
+        ids: Sequence[int] | None = _new_ids(top or 0, len(rows))
+        if ids is None:
+            ids = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT id FROM messages WHERE conversation_id=? AND seq BETWEEN ? AND ? "
+                    "ORDER BY seq",
+                    (conversation_id, first_seq, last_seq),
+                )
+            ]
         conn.execute(
             f"INSERT INTO messages_fts(rowid, content) SELECT id, {self._indexed} FROM messages "
             "WHERE conversation_id=? AND seq BETWEEN ? AND ?",

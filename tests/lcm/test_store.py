@@ -76,3 +76,47 @@ def test_missed_messages_are_stored_in_their_history_position(tmp_path, database
         assert check_invariants(database)["messages"] == 5
     finally:
         engine.dispose()
+
+
+def _appended_refs_are_stored_ids(store, conv: int, appended) -> None:
+    stored = {store.message_by_uid([conv], m.message_uid).id for m in appended.messages}
+    assert {i.ref_id for i in appended.items} == stored
+    assert [i.ref_id for i in appended.items] == [i.ref_id for i in store.context_items(conv)][
+        -len(appended.items) :
+    ]
+
+
+def test_an_appends_ids_are_the_stored_ones_after_deletes_and_at_the_largest_rowid(tmp_path):
+    """SQLite append computes the new rows' ids (largest + 1, consecutive) rather than
+    reading them back; at SQLite's largest rowid new ids are random and are read back."""
+    from ctxengine_lcm.sqlite_store import _MAX_ROWID, SqliteStore
+
+    store = SqliteStore(tmp_path / "ids.db")
+    try:
+        conv = store.current_conversation("s1").id
+
+        def batch(tag: str) -> list[NewMessage]:
+            return [
+                NewMessage(f"{tag}{n}", "user", f"text {tag} {n}", "{}", None, None, 3, 3, False, n)
+                for n in range(5)
+            ]
+
+        _appended_refs_are_stored_ids(store, conv, store.append(conv, batch("a")))
+        with store._tx() as conn:  # the newest row gone: its id is given again
+            conn.execute("DELETE FROM context_items WHERE ref_id=5")
+            conn.execute("DELETE FROM messages WHERE id=5")
+        _appended_refs_are_stored_ids(store, conv, store.append(conv, batch("b")))
+        assert store.message_by_uid([conv], "b0").id == 5
+        other = store.current_conversation("s2").id
+        with store._tx() as conn:
+            conn.execute(
+                "INSERT INTO messages(id, conversation_id, seq, message_uid, role, content, "
+                "extra_json, token_count, context_tokens, created_at, digest) "
+                "VALUES (?, ?, 1, 'top', 'user', 'x', '{}', 1, 1, 0, '')",
+                (_MAX_ROWID, other),
+            )
+        appended = store.append(conv, batch("c"))
+        _appended_refs_are_stored_ids(store, conv, appended)
+        assert appended.count == 5
+    finally:
+        store.close()

@@ -4,11 +4,12 @@ rows depend on every character."""
 from __future__ import annotations
 
 import json
+import random
 from datetime import UTC, datetime
 
 import pytest
 
-from ctxengine_host.json_text import json_dumper
+from ctxengine_host.json_text import flat_sorted_json, json_dumper
 
 VALUES = [
     {"role": "user", "content": "plain text", "message_uid": "u1"},
@@ -40,3 +41,69 @@ def test_a_dumper_is_reused_across_calls():
 def test_a_key_that_is_not_text_fails_as_json_dumps_does():
     with pytest.raises(TypeError):
         json_dumper()({(1, 2): "tuple key"})
+
+
+def _general(mapping, skip=frozenset()):
+    kept = {k: v for k, v in mapping.items() if k not in skip}
+    return json.dumps(kept, ensure_ascii=False, default=str, sort_keys=True).encode()
+
+
+#: Messages of text fields only: each takes the direct path.
+FLAT = [
+    {},
+    {"role": "user", "content": "plain text", "message_uid": "u1"},
+    {"role": "tool", "tool_call_id": "call_1", "content": None, "name": "shell"},
+    {"content": 'zürich \u2028 "quoted" \\ back\nslash\ttab\r\n \U0001f600 \\"\\n', "role": "x"},
+    {'k"ey': "v", "back\\slash": "\\", "new\nline": "\t", "é": "", "a b": "1", "a": "2"},
+    {"z": "\x7f\x80\u0085", "\u00e9": "é", "e\u0301": "accent"},
+]
+
+
+@pytest.mark.parametrize("mapping", FLAT, ids=range(len(FLAT)))
+def test_flat_sorted_json_is_the_encoders_text(mapping):
+    skip = frozenset({"message_uid"})
+    assert flat_sorted_json(mapping, skip) == _general(mapping, skip)
+
+
+@pytest.mark.parametrize(
+    "mapping",
+    [
+        {"content": "bell \x07"},
+        {"content": "nul \x00"},
+        {"content": "form feed \x0c and backspace \x08"},
+        {"weight": 0.25},
+        {"n": 1, "flag": True},
+        {"tool_calls": [{"id": "c1"}]},
+        {"content": [{"type": "text", "text": "hi"}]},
+        {1: "int key"},
+        {"content": "lone \ud800 surrogate"},
+        {"content": type("Text", (str,), {})("a str subclass")},
+    ],
+)
+def test_flat_sorted_json_leaves_any_other_shape_to_the_encoder(mapping):
+    assert flat_sorted_json(mapping, frozenset()) is None
+
+
+def test_flat_sorted_json_skips_fields_of_any_value():
+    mapping = {"role": "user", "_absorbed_message_uids": ["a", "b"], "content": "x"}
+    skip = frozenset({"_absorbed_message_uids"})
+    assert flat_sorted_json(mapping, skip) == _general(mapping, skip)
+
+
+def test_flat_sorted_json_on_random_texts():
+    """Every character JSON escapes, and others around them, in keys and values."""
+    rng = random.Random(17)
+    alphabet = [chr(c) for c in range(0x30)] + list('"\\aZ é\u2028\U0001f600\x7f')
+    for _ in range(3_000):
+        mapping = {
+            "".join(rng.choices(alphabet, k=rng.randint(0, 4))): rng.choice(
+                [None, "".join(rng.choices(alphabet, k=rng.randint(0, 40)))]
+            )
+            for _ in range(rng.randint(0, 5))
+        }
+        text = flat_sorted_json(mapping, frozenset())
+        if text is not None:
+            assert text == _general(mapping)
+        else:  # only a control character JSON writes as \b, \f or \u00XX sends it on
+            joined = "".join(k + (v or "") for k, v in mapping.items())
+            assert any(c < " " and c not in "\n\r\t" for c in joined)

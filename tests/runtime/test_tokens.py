@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
 
+from ctxengine_host.contract.messages import strip_persistence_fields
 from ctxengine_host.tokens import TokenCounter, message_digest
 
 from .engines import QuietEngine
@@ -64,6 +66,30 @@ def test_a_message_digest_is_the_one_stored_by_earlier_versions():
         "weight": 0.25,
     }
     assert message_digest(message) == "f6d91bdfda79e06aeb3841a5f41506bf"
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"role": "user", "content": "plain text", "message_uid": "u1"},
+        {
+            "role": "user",
+            "content": 'zürich "q" \\ line\nnext\ttab \U0001f600',
+            "_tool_call_uid": "x",
+        },
+        {"role": "tool", "tool_call_id": "call_1", "content": "out\r\n", "name": "shell"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function"}]},
+        {"role": "user", "content": "bell \x07 and \x0c"},
+        {"role": "user", "content": [{"type": "text", "text": "parts"}], "weight": 0.5},
+        {"role": "user", "content": "x", "_absorbed_message_uids": ["a", "b"]},
+    ],
+)
+def test_a_message_digest_is_the_general_encoders(message):
+    """Text-only messages take a direct path to the JSON hashed: the same bytes."""
+    body = json.dumps(
+        strip_persistence_fields(message), ensure_ascii=False, default=str, sort_keys=True
+    )
+    assert message_digest(message) == hashlib.blake2b(body.encode(), digest_size=16).hexdigest()
 
 
 def test_explicit_encoding_wins_and_doctor_info():

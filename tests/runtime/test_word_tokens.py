@@ -50,9 +50,32 @@ def test_counter_counts_prose_exactly(text: str) -> None:
 def test_only_single_spaced_ascii_splits() -> None:
     prose = "the build of the cache worker's v2 config failed: retry 3 times, then stop." * 2
     assert splits_into_words(prose)
-    for other in ("\n", "\t", "  ", "é"):
+    for other in ("\n", "\t", "\r", "\x0b", "\x0c", "é"):
         assert not splits_into_words(prose.replace(" ", other, 1))
     assert not splits_into_words("short text")
+    words = WordTokens(ENCODER.encode_ordinary)
+    assert words.count(prose) == len(ENCODER.encode_ordinary(prose))
+    for doubled in ("  " + prose, prose.replace(" ", "  ", 1), prose + "  ", prose + "   "):
+        assert words.count(doubled) is None  # every word cached: found in the split
+
+
+#: Words joined by runs of one to three spaces, with such runs (or none) at either end.
+RUNS = st.tuples(
+    st.sampled_from(["", " ", "  ", "   "]),
+    st.lists(st.tuples(WORDS, st.sampled_from([" ", " ", " ", "  ", "   "])), min_size=8),
+    st.sampled_from(["", " ", "  ", "   "]),
+).map(lambda t: t[0] + "".join(w + s for w, s in t[1]).rstrip(" ") + t[2])
+
+
+@settings(max_examples=600, deadline=None)
+@given(RUNS)
+def test_two_spaces_in_a_row_are_counted_whole(text: str) -> None:
+    words = WordTokens(ENCODER.encode_ordinary)
+    whole = len(ENCODER.encode_ordinary(text))
+    expected = whole if splits_into_words(text) and "  " not in text else None
+    for _ in range(2):  # the second time every word is cached
+        assert words.count(text) == expected
+    assert TokenCounter("gpt-4").count_text(text) == whole
 
 
 def test_a_space_at_either_end_is_counted_from_words() -> None:

@@ -20,7 +20,7 @@ def parse_timestamp(value: Any) -> float | None:
     ISO text without a zone is read as UTC, so the same file means the same time on
     every machine.
     """
-    if isinstance(value, bool):
+    if value is None or isinstance(value, bool):  # None: most messages, on every ingest
         return None
     if isinstance(value, int | float):
         number = float(value)
