@@ -230,11 +230,12 @@ SCHEMA_VERSION = str(LCM_SQLITE_SCHEMA.latest)
 #: SQLite's page cache per connection, KiB.
 PAGE_CACHE_KIB = 16_384
 #: Page size of a new store file (SQLite's default is 4 KiB; a file keeps the size it was
-#: made with). Rows of ~1 KB and FTS5's ~4 KB leaf blobs pack with less waste (a
-#: 100,000-message store 14% smaller), and an ingest batch writes fewer, larger WAL
-#: frames (docs/performance.md, "LCM ingest").
-NEW_FILE_PAGE_BYTES = 16_384
-#: WAL between automatic checkpoints (10,000 pages of 4 KiB, 2,500 of 16 KiB).
+#: made with). Rows of ~1 KB and FTS5's ~4 KB leaf blobs pack with less waste than in
+#: 4 KiB pages and a bulk ingest batch writes fewer WAL frames; a turn's commit writes
+#: each page it touched (~10) whole, so 16 KiB pages cost each turn more than they save
+#: (docs/performance.md, "LCM ingest").
+NEW_FILE_PAGE_BYTES = 8_192
+#: WAL between automatic checkpoints (10,000 pages of 4 KiB, 5,000 of 8 KiB).
 WAL_CHECKPOINT_BYTES = 40_960_000
 #: FTS5 pages each index may write in one :meth:`SqliteStore.tidy_search_index`.
 TIDY_MERGE_PAGES = 100
