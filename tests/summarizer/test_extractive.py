@@ -326,17 +326,34 @@ def test_an_exception_line_counts_once_and_narration_gives_way():
 def test_features_handed_out_by_the_cache_cannot_be_changed():
     """``extract`` caches per text (a rolling summary re-parses its lines at every merge), so
     a caller that changed the features it got would change them for every later unit."""
-    from dataclasses import FrozenInstanceError
-
     from ctxengine_host.summarizer.features import extract
 
     text = "Decided to pin psycopg==3.1.18 because 3.2 broke the pool (see ERR_POOL_7)."
     first = extract(text)
     assert extract(text) is first
     assert first.idents and first.cues
-    with pytest.raises(FrozenInstanceError):
+    with pytest.raises(AttributeError):
         first.cues = frozenset()  # type: ignore[misc]
     assert isinstance(first.idents, tuple) and isinstance(first.cues, frozenset)
+
+
+@pytest.mark.parametrize(
+    ("text", "cues"),
+    [
+        ("Debugging the frameworks, prefixed by mustard", set()),  # cue words inside words
+        ("The build is broken: we'll use the pinned wheel", {"error", "decision"}),
+        ("still need to add the index", {"task"}),  # overlapping phrases, one cue
+        ("undo nothing; do not found", {"constraint"}),  # "not found" lies inside "do not"'s match
+        ("Can't reach the HOST", {"error"}),
+        ("ValueError raised in parse()", {"error"}),  # an exception's name, no cue word
+    ],
+)
+def test_cues_are_the_cue_words_and_phrases_a_text_holds(text: str, cues: set[str]) -> None:
+    """A text is searched once for anything that could be a cue (even inside a word); only
+    one with such a match is cut into words and phrases, with the same result."""
+    from ctxengine_host.summarizer.features import extract
+
+    assert set(extract(text).cues) == cues
 
 
 def test_a_traceback_header_never_takes_the_place_of_its_exception_line():
