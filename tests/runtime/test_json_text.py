@@ -39,3 +39,14 @@ def test_a_dumper_is_reused_across_calls():
 def test_a_key_that_is_not_text_fails_as_json_dumps_does():
     with pytest.raises(TypeError):
         json_dumper()({(1, 2): "tuple key"})
+
+
+@pytest.mark.parametrize("value", [v for v in VALUES if isinstance(v, dict)])
+def test_a_transcript_row_body_is_json_dumps_text(value):
+    """The transcript's body column is read back by every store and version: same text."""
+    from ctxengine_host.stores.transcript import message_row_values
+
+    message = {**value, "message_uid": "u9", "_tool_call_uid": "c1"}
+    body = {k: v for k, v in message.items() if k not in ("message_uid", "_tool_call_uid")}
+    row = message_row_values("s1", message, "d", "user", 0.0)
+    assert row[3] == json.dumps(body, ensure_ascii=False, default=str)
