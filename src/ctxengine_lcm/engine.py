@@ -36,6 +36,7 @@ from ctxengine_host.tokens import message_digest
 from ._version import __version__
 from .assembly import (
     SYSTEM_PROMPT_ADDITION,
+    SummaryJoiner,
     expand_summaries,
     fit_to_budget,
     merge_leading,
@@ -108,8 +109,9 @@ class LcmEngine(ContextEngine):
         self._sources: dict[int, list[ContextItem]] = {}
         #: Exact token counts of the rendered messages, by object id (they live in _rendered).
         self._rendered_tokens: dict[int, int] = {}
-        #: Token counts of other messages (system prompt, merged summaries), by text.
-        self._text_tokens: dict[str, int] = {}
+        #: Token counts of other messages (system prompt, merged summaries), by role and text.
+        self._text_tokens: dict[tuple[Any, str], int] = {}
+        self._join_summaries = SummaryJoiner()
         self._list_overhead: int | bool | None = False  # False: not measured yet
         self._addition_tokens: int | None = None
         #: The room the last request had for the conversation (0: no request yet).
@@ -416,7 +418,7 @@ class LcmEngine(ContextEngine):
 
         def finalize(kept: list[Message]) -> list[Message]:
             sent_summaries[:] = [summaries[id(m)] for m in kept if id(m) in summaries]
-            return merge_leading(kept, lambda m: id(m) in summaries, role)
+            return merge_leading(kept, lambda m: id(m) in summaries, role, self._join_summaries)
 
         messages, tokens = fit_to_budget(
             head,
@@ -584,7 +586,7 @@ class LcmEngine(ContextEngine):
             return known
         content = message.get("content")
         if set(message) <= {"role", "content"} and isinstance(content, str):
-            key = f"{message.get('role')}\0{content}"
+            key = (message.get("role"), content)
             if key not in self._text_tokens:
                 if len(self._text_tokens) > 64:
                     self._text_tokens.clear()

@@ -15,6 +15,7 @@ from conftest import (
 )
 
 from ctxengine_host.runtime.validity import sequence_problems
+from ctxengine_lcm.assembly import SummaryJoiner
 
 
 def _body(result):
@@ -74,6 +75,26 @@ def test_summaries_are_marked_with_ids_and_time_range(tmp_path, database):
     assert summary["role"] == "user"
     assert summary["content"].startswith("[Summary sum_")
     assert "Z to 20" in summary["content"] and "lcm_expand(id=" in summary["content"]
+
+
+def test_the_same_leading_summaries_are_sent_as_the_same_text_object(tmp_path, database):
+    """Each request sends the joined summaries again: while the same ones lead, the text is
+    the one string made before (hashed once wherever its count is looked up), and equal to
+    a join made anew."""
+    engine = make_engine(tmp_path, database=database)
+    history = drive(engine, 40)
+    first = engine.select_context(history, budget_tokens=6000).messages[1]
+    assert first["content"].startswith("[Summary sum_") and "\n\n[Summary sum_" in first["content"]
+    batch = turn(999)
+    engine.ingest("s1", batch)
+    second = engine.select_context(history + batch, budget_tokens=6000).messages[1]
+    assert second is not first and second["content"] is first["content"]
+    join = SummaryJoiner()
+    parts = ("a", "b")
+    assert join(parts) == "a\n\nb" and join(("a", "b")) is join(parts)
+    for n in range(SummaryJoiner.LIMIT + 1):
+        assert join((str(n),)) == str(n)
+    assert join(("a", "b")) == "a\n\nb"
 
 
 def test_oldest_summaries_dropped_first_and_newest_user_turn_kept(tmp_path, database):

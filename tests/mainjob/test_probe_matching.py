@@ -64,3 +64,15 @@ def test_lcm_recovers_the_answer_verbatim_from_whichever_message_holds_it(tmp_pa
     (probe,) = report.probes
     assert probe.search_found, probe
     assert probe.expand_verbatim, probe
+
+
+def test_the_pieces_holding_an_answer_are_those_a_piece_by_piece_search_finds():
+    """Pieces are searched joined (one scan per answer): an occurrence never spans two
+    pieces, each holding piece is listed once, and odd answers fall back to piece by piece."""
+    from ctxengine_host.replay.probing import SessionPieces
+
+    pieces = ["ab", "", "xabx ab", "a", "b", "ab\0ab", "zz ab", "ba"]
+    joined = SessionPieces(pieces)
+    for answer in ["ab", "a", "b", "ba", "x", "abab", "ab\0ab", "\0", "", "zz ab", "nothing"]:
+        assert joined.holding(answer) == [p for p in pieces if answer in p], answer
+    assert SessionPieces([]).holding("ab") == []

@@ -174,3 +174,18 @@ def test_a_quarantined_engine_shows_in_the_report() -> None:
     assert later and all(t["quarantined"] and t["mode"] == "fallback" for t in later)
     assert summary["fallback_turns"] >= len(later)
     assert summary["turns_over_budget"] == 0  # the default engine took over
+
+
+def test_a_replay_freezes_its_setup_while_it_runs_and_only_then(tmp_path: Path) -> None:
+    """The parsed session and the host live as long as the replay: frozen out of the
+    collector's full collections during it (driver._setup_frozen), collectable after."""
+    import gc
+
+    from ctxengine_host.replay import ReplayOptions, replay_file
+
+    frozen: list[int] = []
+    before = gc.get_freeze_count()
+    options = ReplayOptions(engine="legacy", out_dir=str(tmp_path / "run"))
+    report = replay_file(SHORT, options, lambda turn, total: frozen.append(gc.get_freeze_count()))
+    assert report.turns and frozen and min(frozen) > before
+    assert gc.get_freeze_count() == before

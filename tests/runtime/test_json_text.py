@@ -107,3 +107,14 @@ def test_flat_sorted_json_on_random_texts():
         else:  # only a control character JSON writes as \b, \f or \u00XX sends it on
             joined = "".join(k + (v or "") for k, v in mapping.items())
             assert any(c < " " and c not in "\n\r\t" for c in joined)
+
+
+@pytest.mark.parametrize("value", [v for v in VALUES if isinstance(v, dict)])
+def test_a_transcript_row_body_is_json_dumps_text(value):
+    """The transcript's body column is read back by every store and version: same text."""
+    from ctxengine_host.stores.transcript import message_row_values
+
+    message = {**value, "message_uid": "u9", "_tool_call_uid": "c1"}
+    body = {k: v for k, v in message.items() if k not in ("message_uid", "_tool_call_uid")}
+    row = message_row_values("s1", message, "d", "user", 0.0)
+    assert row[3] == json.dumps(body, ensure_ascii=False, default=str)

@@ -326,17 +326,34 @@ def test_an_exception_line_counts_once_and_narration_gives_way():
 def test_features_handed_out_by_the_cache_cannot_be_changed():
     """``extract`` caches per text (a rolling summary re-parses its lines at every merge), so
     a caller that changed the features it got would change them for every later unit."""
-    from dataclasses import FrozenInstanceError
-
     from ctxengine_host.summarizer.features import extract
 
     text = "Decided to pin psycopg==3.1.18 because 3.2 broke the pool (see ERR_POOL_7)."
     first = extract(text)
     assert extract(text) is first
     assert first.idents and first.cues
-    with pytest.raises(FrozenInstanceError):
+    with pytest.raises(AttributeError):
         first.cues = frozenset()  # type: ignore[misc]
     assert isinstance(first.idents, tuple) and isinstance(first.cues, frozenset)
+
+
+@pytest.mark.parametrize(
+    ("text", "cues"),
+    [
+        ("Debugging the frameworks, prefixed by mustard", set()),  # cue words inside words
+        ("The build is broken: we'll use the pinned wheel", {"error", "decision"}),
+        ("still need to add the index", {"task"}),  # overlapping phrases, one cue
+        ("undo nothing; do not found", {"constraint"}),  # "not found" lies inside "do not"'s match
+        ("Can't reach the HOST", {"error"}),
+        ("ValueError raised in parse()", {"error"}),  # an exception's name, no cue word
+    ],
+)
+def test_cues_are_the_cue_words_and_phrases_a_text_holds(text: str, cues: set[str]) -> None:
+    """A text is searched once for anything that could be a cue (even inside a word); only
+    one with such a match is cut into words and phrases, with the same result."""
+    from ctxengine_host.summarizer.features import extract
+
+    assert set(extract(text).cues) == cues
 
 
 def test_a_traceback_header_never_takes_the_place_of_its_exception_line():
@@ -360,3 +377,63 @@ def test_a_traceback_header_never_takes_the_place_of_its_exception_line():
     text = ExtractiveBackend(TokenCounter().count_text).summarize(messages, 400)
     assert "ZeroDivisionError: division by zero" in text, text
     assert "most recent call last" not in text
+
+
+def _greedy_keeping_every_unit(units, budget_tokens):
+    """``select_units`` as it was before units under their bar left the heap (the pinned
+    task aside): the reference its choice must equal."""
+    import heapq
+    from collections import Counter
+
+    from ctxengine_host.summarizer.extractive import _value
+
+    chosen, covered, taken, used = [], set(), Counter(), 0
+    last = max(1, units[-1].order)
+    scale = [(1.0 + 0.3 * max(0, u.order) / last) / (u.cost / 40.0 + 1.0) for u in units]
+    heap = [(-_value(u, covered) * scale[i], i) for i, u in enumerate(units)]
+    heapq.heapify(heap)
+    while heap:
+        _, index = heapq.heappop(heap)
+        unit = units[index]
+        value = _value(unit, covered, taken[unit.group])
+        if heap and value * scale[index] < -heap[0][0] - 1e-9:
+            heapq.heappush(heap, (-value * scale[index], index))
+            continue
+        if value < unit.min_value or used + unit.cost > budget_tokens:
+            continue
+        chosen.append(index)
+        used += unit.cost
+        taken[unit.group] += 1
+        covered.update(ident for ident, _ in unit.idents)
+        covered.update(unit.rare)
+    return sorted(chosen)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_units_under_their_bar_leave_the_choice_unchanged(seed: int) -> None:
+    """A unit's value only falls as the choice grows, so one under its bar from the start is
+    never taken: ``select_units`` leaves it out of the heap, and chooses as before."""
+    import random
+
+    from ctxengine_host.summarizer.extractive import _value, collect, select_units
+
+    rng = random.Random(seed)
+    words = ["deploy", "error", "fixed", "config", "port", "timeout", "must", "cache", "ok", "the"]
+    messages = []
+    for n in range(120):
+        text = " ".join(rng.choice(words) for _ in range(rng.randint(2, 12)))
+        if rng.random() < 0.4:
+            text += f" port={rng.randint(1000, 9999)} v{rng.randint(1, 3)}.{n}.0"
+        role = rng.choice(["user", "assistant", "tool"])
+        message = {"role": role, "content": text}
+        if role == "tool":
+            message.update(tool_call_id=f"c{n}")
+            call = {"id": f"c{n}", "type": "function", "function": {"name": "run", "arguments": ""}}
+            messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        messages.append(message)
+    units, _ = collect(messages, None, None)
+    under = [u for u in units if _value(u, set()) < u.min_value]
+    assert under and len(under) < len(units)
+    for budget in (40, 150, 600):
+        expected = [units[i] for i in _greedy_keeping_every_unit(units, budget)]
+        assert expected and select_units(units, budget, task_share=0.0) == expected

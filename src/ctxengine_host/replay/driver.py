@@ -10,10 +10,12 @@ handling compacts and rebuilds it.
 
 from __future__ import annotations
 
+import gc
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -171,7 +173,7 @@ def _replay(
         )
         _check_fits(host, parsed)
         turns = parsed.turns()
-        with _open_session(host, parsed) as session:
+        with _open_session(host, parsed) as session, _setup_frozen():
             runner = _Runner(host, session, parsed)
             runner.calls = report.calls
             for turn in turns:
@@ -190,6 +192,19 @@ def _replay(
         host.close()
     report.wall_seconds = time.perf_counter() - started
     return report
+
+
+@contextmanager
+def _setup_frozen() -> Iterator[None]:
+    """The parsed session, the open host and the modules loaded so far live as long as the
+    replay: frozen (``gc.freeze``), the full collections that the growing history triggers
+    do not walk them every time (about half of those collections' time in the 2,000-turn
+    sample). They are collectable again when the replay ends."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def _note_session_fallback(report: ReplayReport, session: Session) -> None:

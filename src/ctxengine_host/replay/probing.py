@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_right
+from itertools import accumulate
 from typing import Any
 
 from .model import ProbeResult
@@ -57,7 +59,9 @@ def evaluate_probes(
     context = request_text(final_request)
     search_tool = _first_tool(engine_tools, ("grep", "search"))
     expand_tool = _first_tool(engine_tools, ("expand", "describe"))
-    pieces = _session_pieces(parsed) if search_tool is not None and expand_tool else []
+    pieces = SessionPieces(
+        _session_pieces(parsed) if search_tool is not None and expand_tool else []
+    )
     results = []
     for probe in probes:
         result = ProbeResult(
@@ -104,7 +108,7 @@ def _call(session: Any, tool: dict[str, Any], args: dict[str, Any]) -> Any:
 def _check_tools(
     result: ProbeResult,
     probe: Probe,
-    pieces: list[str],
+    pieces: SessionPieces,
     session: Any,
     search_tool: dict[str, Any],
     expand_tool: dict[str, Any] | None,
@@ -113,7 +117,7 @@ def _check_tools(
     arg = _argument_name(search_tool, ("query", "pattern", "q", "text"))
     keywords = question_keywords(probe.question)
     queries = [" ".join(keywords), *keywords[: MAX_QUERIES - 1]]
-    holders = [piece for piece in pieces if probe.answer in piece]
+    holders = pieces.holding(probe.answer)
     result.search_found = False
     result.search_query = queries[0] if queries else ""
     if expand_tool is not None:
@@ -150,6 +154,33 @@ def _session_pieces(parsed: ParsedSession) -> list[str]:
     """The decoded pieces (content, argument values) of every session message, decoded once
     per replay: a piece holding a probe's answer given back verbatim is a verbatim recovery."""
     return [piece for message in parsed.messages for piece in message_pieces(message)]
+
+
+class SessionPieces:
+    """The session's pieces, joined once: the pieces holding an answer are found in one scan
+    of the joined text (a piece holding one is a verbatim recovery), not one per piece."""
+
+    #: Between two pieces in the joined text; an answer holding it is looked for piece by piece.
+    SEPARATOR = "\0"
+
+    def __init__(self, pieces: list[str]) -> None:
+        self.pieces = pieces
+        self._text = self.SEPARATOR.join(pieces)
+        self._starts = list(accumulate((len(p) + 1 for p in pieces[:-1]), initial=0))
+
+    def holding(self, answer: str) -> list[str]:
+        """The pieces ``answer`` occurs in, in order (each once)."""
+        if not answer or self.SEPARATOR in answer:
+            return [piece for piece in self.pieces if answer in piece]
+        found: list[str] = []
+        at = self._text.find(answer)
+        while at != -1:
+            index = bisect_right(self._starts, at) - 1
+            found.append(self.pieces[index])
+            if index + 1 == len(self.pieces):
+                break
+            at = self._text.find(answer, self._starts[index + 1])
+        return found
 
 
 def _strings(value: Any) -> list[str]:

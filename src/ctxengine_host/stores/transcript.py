@@ -28,6 +28,7 @@ from filelock import FileLock, Timeout
 from .._moved import moved_attribute
 from ..contract.models import PERSISTENCE_ONLY_FIELDS
 from ..faults import fault_point
+from ..json_text import json_dumper
 from ..paths import user_data_dir
 from .sqlite_schema import SchemaTooNew, SqliteSchema, enable_wal, upgrade
 
@@ -569,6 +570,11 @@ class SQLiteTranscriptStore:
             self._db.close()
 
 
+#: The body column's text, as ``json.dumps(body, ensure_ascii=False, default=str)`` writes it,
+#: without building an encoder per row (one row per message the host stores).
+_body_json = json_dumper()
+
+
 def message_row_values(
     session_id: str, message: Message, digest: str, origin: str, now: float
 ) -> tuple[Any, ...]:
@@ -584,7 +590,7 @@ def message_row_values(
         session_id,
         message["message_uid"],
         str(body.get("role", "")),
-        json.dumps(body, ensure_ascii=False, default=str),
+        _body_json(body),
         digest,
         json.dumps(absorbed) if absorbed else None,
         json.dumps(call_uids) if call_uids else None,

@@ -486,7 +486,13 @@ def select_units(
     # Newer units rank a little higher per token; recency never makes a unit eligible.
     scale = [(1.0 + 0.3 * max(0, u.order) / last) / (u.cost / 40.0 + 1.0) for u in units]
     picked = set(chosen)
-    heap = [(-_value(u, covered) * scale[i], i) for i, u in enumerate(units) if i not in picked]
+    # A unit's value only falls, so one already under its bar is never taken: left out
+    # (most tool lines), it is not popped and valued again.
+    heap = [
+        (-value * scale[i], i)
+        for i, u in enumerate(units)
+        if i not in picked and (value := _value(u, covered)) >= u.min_value
+    ]
     heapq.heapify(heap)
     while heap:
         _, index = heapq.heappop(heap)
