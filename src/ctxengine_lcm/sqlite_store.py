@@ -238,7 +238,7 @@ NEW_FILE_PAGE_BYTES = 8_192
 #: WAL between automatic checkpoints (10,000 pages of 4 KiB, 5,000 of 8 KiB).
 WAL_CHECKPOINT_BYTES = 40_960_000
 #: FTS5 pages each index may write in one :meth:`SqliteStore.tidy_search_index`.
-TIDY_MERGE_PAGES = 100
+TIDY_MERGE_PAGES = 400
 #: Segments of one level that a tidy-up merges (FTS5 ``usermerge``; its default is 4).
 _TIDY_MERGE_SEGMENTS = 2
 #: Ids per ``IN (...)`` list.
