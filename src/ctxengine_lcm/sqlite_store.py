@@ -241,6 +241,8 @@ WAL_CHECKPOINT_BYTES = 40_960_000
 TIDY_MERGE_PAGES = 400
 #: Segments of one level that a tidy-up merges (FTS5 ``usermerge``; its default is 4).
 _TIDY_MERGE_SEGMENTS = 2
+#: The full-text indexes a tidy-up merges.
+_FULL_TEXT_INDEXES = ("messages_fts", "summaries_fts")
 #: Ids per ``IN (...)`` list.
 _ID_BATCH = 500
 #: Relevance of a tool output relative to what the user and the assistant said (bm25
@@ -366,7 +368,7 @@ class SqliteStore(StoreCommon):
     def _set_usermerge(conn: sqlite3.Connection) -> None:
         """FTS5's ``usermerge`` for :meth:`tidy_search_index`, set once per file (a setting
         of the index, not a schema change: older versions never issue a merge)."""
-        for fts in ("messages_fts", "summaries_fts"):
+        for fts in _FULL_TEXT_INDEXES:
             current = conn.execute(f"SELECT v FROM {fts}_config WHERE k = 'usermerge'").fetchone()
             if current is None or current[0] != _TIDY_MERGE_SEGMENTS:
                 conn.execute(
@@ -894,7 +896,7 @@ class SqliteStore(StoreCommon):
         set at open) after each compaction keeps about one per level: ``lcm_grep`` at
         100,000 messages ~15% less CPU, for ~3 ms per compaction (docs/performance.md)."""
         with self._tx() as conn:
-            for fts in ("messages_fts", "summaries_fts"):
+            for fts in _FULL_TEXT_INDEXES:
                 conn.execute(
                     f"INSERT INTO {fts}({fts}, rank) VALUES ('merge', ?)", (TIDY_MERGE_PAGES,)
                 )

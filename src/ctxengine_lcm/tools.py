@@ -73,8 +73,9 @@ MIN_RESULT_TOKENS = 128
 MIN_DESCRIBE_TOKENS = 512
 #: Relevance ranks a long text by its first (this times grep_whole_text_chars) characters.
 _PREVIEW_FACTOR = 4
-#: A result's JSON text, as the model reads it (``json.dumps(..., ensure_ascii=False)``
-#: with its encoder built once: each grep measures every item it returns).
+#: A result's JSON text, as the model reads it: ``json.dumps(..., ensure_ascii=False)``'s
+#: text for the JSON values results hold, with the encoder built once (each grep measures
+#: every item it returns).
 _json_text = json_dumper()
 
 TOOL_SCHEMAS: list[dict[str, Any]] = [
