@@ -337,6 +337,41 @@ def test_features_handed_out_by_the_cache_cannot_be_changed():
     assert isinstance(first.idents, tuple) and isinstance(first.cues, frozenset)
 
 
+TOKEN_CONTEXT_LINES = [
+    "Met Jane Doe on March 3 at `db-primary`; set max_retries to 5",
+    "config.yaml: timeout=30s API_KEY=sk_live_9f8e7d6c5b4a and pool_size: 12 (see v2.4.1).",
+    "src/app/db.py:42:    raise KeyError('order_ref') # from https://example.org/x",
+    "Deploy to 10.0.0.7:8443 failed; ping ops@example.com, cache.ttl: 300. New York. Jan 12",
+]
+
+
+def test_token_findings_kept_by_text_give_the_same_features_as_fresh_ones():
+    """Tokens recur across lines (``payload=None``, ``INFO``): their own findings are kept
+    by text, while what depends on the neighbours (a two-word name, a date, ``key: value``)
+    is decided anew in each line."""
+    from ctxengine_host.summarizer import features
+
+    features._token_cache.clear()
+    cold = [features.extract.__wrapped__(line) for line in TOKEN_CONTEXT_LINES]
+    assert len(features._token_cache) > 10
+    warm = [features.extract.__wrapped__(line) for line in TOKEN_CONTEXT_LINES]
+    assert warm == cold
+    idents = {value for f in cold for _, value in f.idents}
+    assert {"Jane Doe", "March 3", "cache.ttl: 300", "Jan 12", "New York"} <= idents
+    # The same tokens with other neighbours: no name, no date, no key's value.
+    shuffled = features.extract.__wrapped__("Doe; Jane 3 on March. 300 cache.ttl:")
+    assert not {"Jane Doe", "March 3", "cache.ttl: 300"} & {v for _, v in shuffled.idents}
+
+
+def test_the_token_cache_is_bounded(monkeypatch: pytest.MonkeyPatch):
+    from ctxengine_host.summarizer import features
+
+    monkeypatch.setattr(features, "TOKEN_CACHE_SIZE", 50)
+    features._token_cache.clear()
+    features.extract.__wrapped__(" ".join(f"id_{n}=v{n}" for n in range(200)))
+    assert 0 < len(features._token_cache) <= 50
+
+
 @pytest.mark.parametrize(
     ("text", "cues"),
     [

@@ -170,3 +170,44 @@ def test_empty_input_gives_an_empty_summary_without_calling_a_backend():
     plugin = ScriptedPlugin({0: "should not be asked"})
     result = _service(plugin).summarize([], 100)
     assert result.text == "" and result.level == 0 and plugin.levels == []
+
+
+class _EncodeLog(TokenCounter):
+    """A real counter that records the texts it hands to tiktoken."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.encoded: list[str] = []
+
+    def _encode(self, text: str) -> list[int]:
+        self.encoded.append(text)
+        return super()._encode(text)
+
+
+def test_input_tokens_are_the_content_as_messages_plus_the_previous_summary():
+    counter = TokenCounter()
+    service = SummarizerService(SummarizerSection(), counter)
+    previous = "## Task\n- user: keep the cache nodes listed"
+    result = service.summarize(CONTENT, 200, previous=previous)
+    assert result.input_tokens == counter.count_messages(CONTENT) + counter.count_text(previous)
+    text = "\n".join(m["content"] for m in CONTENT)
+    assert service.summarize(text, 200).input_tokens == counter.count_text(text)
+
+
+def test_messages_counted_on_arrival_are_not_tokenized_again_for_the_input_figure():
+    counter = _EncodeLog()
+    long_content = [
+        {"role": "tool", "tool_call_id": f"c{i}", "content": f"line {i}: " + "x" * 3000}
+        for i in range(5)
+    ]
+    for message in long_content:  # what the host does when each message arrives
+        counter.count_message(message)
+    counter.encoded.clear()
+    SummarizerService(SummarizerSection(), counter).summarize(long_content, 100)
+    assert not any("x" * 3000 in text for text in counter.encoded)
+
+
+def test_empty_content_gives_an_empty_summary_without_calling_the_backend():
+    plugin = ScriptedPlugin({0: "should not be asked"})
+    result = _service(plugin).summarize([{"role": "user", "content": ""}], 100)
+    assert result.text == "" and plugin.levels == []
