@@ -59,6 +59,10 @@ INGEST_BATCH = 1_000
 #: At most this many uids of a request's live view are looked up when the engine has no
 #: mark of what it checked before (a new process or a rewritten view).
 CATCH_UP_LIMIT = 5_000
+#: Rendered summaries kept, with their counts, after they leave the request: opening a
+#: condensed summary at assembly closes it again as the room changes, and each return was a
+#: read, a render and a count (the 2,000-turn replay rendered 5,745 summaries for 221 made).
+RENDERED_SUMMARIES_KEPT = 256
 
 _INTEGRITY: dict[str, str] = {}
 _log = logging.getLogger("ctxengine.engine.lcm")
@@ -109,6 +113,8 @@ class LcmEngine(ContextEngine):
         self._sources: dict[int, list[ContextItem]] = {}
         #: Exact token counts of the rendered messages, by object id (they live in _rendered).
         self._rendered_tokens: dict[int, int] = {}
+        #: Exact token counts of the rendered summaries in _rendered, by summary id.
+        self._summary_tokens: dict[int, int] = {}
         #: Token counts of other messages (system prompt, merged summaries), by role and text.
         self._text_tokens: dict[tuple[Any, str], int] = {}
         self._join_summaries = SummaryJoiner()
@@ -197,6 +203,7 @@ class LcmEngine(ContextEngine):
         self._stored_uids = set()
         self._rendered = {}
         self._rendered_tokens = {}
+        self._summary_tokens = {}
 
     # Lifecycle.
 
@@ -561,9 +568,9 @@ class LcmEngine(ContextEngine):
         return self.context_length or 1 << 62
 
     def _render(self, items: Sequence[Any]) -> list[Message]:
-        """The messages of the context items; unchanged items come from a cache of the context."""
+        """The messages of the context items; rendered ones come from a cache of the context."""
         keys = [(i.kind, i.ref_id) for i in items]
-        cache = {k: self._rendered[k] for k in keys if k in self._rendered}
+        cache = self._rendered
         missing_messages = [k[1] for k in keys if k not in cache and k[0] == "message"]
         missing_summaries = [k[1] for k in keys if k not in cache and k[0] == "summary"]
         preview = self.settings.large_output_preview_chars
@@ -572,13 +579,33 @@ class LcmEngine(ContextEngine):
         role = self.settings.summary_role
         for summary_id, summary in self.store.summaries_by_id(missing_summaries).items():
             cache[("summary", summary_id)] = summary_message(summary, role)
-        self._rendered = cache
+        self._forget_rendered(set(keys))
         counts = {id(cache[k]): i.token_count for k, i in zip(keys, items, strict=True)}
-        for k in keys:
-            if k[0] == "summary":  # stored counts used a placeholder id; count the real text
-                counts[id(cache[k])] = self._message_tokens(cache[k])
+        for kind, ref_id in keys:
+            if kind == "summary":  # stored counts used a placeholder id; count the real text
+                message = cache[(kind, ref_id)]
+                known = self._summary_tokens.get(ref_id)
+                if known is None:
+                    known = self._summary_tokens[ref_id] = self._message_tokens(message)
+                counts[id(message)] = known
         self._rendered_tokens = counts
         return [cache[k] for k in keys]
+
+    def _forget_rendered(self, current: set[tuple[str, int]]) -> None:
+        """Drop the rendered messages that left the context (a message that did never comes
+        back: it is under a summary now) and the summaries past ``RENDERED_SUMMARIES_KEPT``
+        that did, oldest first (an opened condensed summary may close again)."""
+        cache = self._rendered
+        if len(cache) == len(current):
+            return
+        summaries = [k for k in cache if k[0] == "summary" and k not in current]
+        excess = max(0, len(summaries) - RENDERED_SUMMARIES_KEPT)
+        gone = {k for k in cache if k[0] != "summary" and k not in current}
+        gone.update(summaries[:excess])
+        for key in gone:
+            del cache[key]
+            if key[0] == "summary":
+                self._summary_tokens.pop(key[1], None)
 
     def _message_tokens(self, message: Message) -> int:
         known = self._rendered_tokens.get(id(message))

@@ -286,3 +286,55 @@ def test_spare_room_shows_the_summaries_under_a_condensed_one(tmp_path, database
     assert not ids & set(condensed)  # each condensed summary shown as its sources
     assert sent.estimated_tokens == count_tokens(sent.messages)
     assert len(sent.covers) == len(ids)
+
+
+def _summary_reads(engine) -> list[int]:
+    """The summary ids the engine reads from its (real) store from now on."""
+    reads: list[int] = []
+    read = engine.store.summaries_by_id
+
+    def counted(ids):
+        ids = list(ids)
+        reads.extend(ids)
+        return read(ids)
+
+    engine.store.summaries_by_id = counted
+    return reads
+
+
+def test_summaries_that_leave_the_request_and_return_are_not_read_again(tmp_path, database):
+    """A condensed summary opened at assembly closes again when the room shrinks: its
+    sources leave the request and come back. They are rendered and counted once."""
+    engine = make_engine(tmp_path, database=database)
+    drive(engine, 120)
+    items = engine._context_items(engine.store.conversation(engine._conversation()))
+    summaries = [i for i in items if i.kind == "summary"]
+    assert len(summaries) >= 2, "nothing was summarized: the test shows nothing"
+    first = engine._render(items)
+    engine._render([i for i in items if i.kind == "message"])  # the summaries leave
+    reads = _summary_reads(engine)
+    again = engine._render(items)
+    assert reads == [] and again == first
+    for message, item in zip(again, items, strict=True):
+        if item.kind == "summary":
+            assert engine._rendered_tokens[id(message)] == count_tokens(message)
+
+
+def test_rendered_summaries_kept_out_of_the_request_are_bounded(tmp_path, database, monkeypatch):
+    from ctxengine_lcm import engine as lcm_engine
+
+    monkeypatch.setattr(lcm_engine, "RENDERED_SUMMARIES_KEPT", 1)
+    engine = make_engine(tmp_path, database=database)
+    drive(engine, 120)
+    items = engine._context_items(engine.store.conversation(engine._conversation()))
+    engine._render(items)
+    messages = [i for i in items if i.kind == "message"]
+    engine._render(messages)
+    held = {ref for kind, ref in engine._rendered if kind == "summary"}
+    assert len(held) == 1 and set(engine._summary_tokens) == held
+    assert {ref for kind, ref in engine._rendered if kind == "message"} == {
+        i.ref_id for i in messages
+    }
+    reads = _summary_reads(engine)
+    engine._render(items)
+    assert len(reads) == sum(1 for i in items if i.kind == "summary") - 1
