@@ -43,13 +43,45 @@ from .store_common import (
 #: indexing costs time per character, and one 50 MB tool output would hold the ingest
 #: transaction for seconds. Regex search still reads whole texts.
 INDEXED_CHARS = 400_000
-#: Removes a deleted message from the index: exactly what was indexed.
-_DELETE_TRIGGER = f"""
+#: Version 1's delete trigger (kept as it was: version 4 replaces it).
+_V1_DELETE_TRIGGER = f"""
 CREATE TRIGGER IF NOT EXISTS messages_fts_delete AFTER DELETE ON messages BEGIN
     INSERT INTO messages_fts(messages_fts, rowid, content)
         VALUES ('delete', old.id, substr(old.content, 1, {INDEXED_CHARS}));
 END;
 """
+#: The ``meta`` key holding the largest message id whose row is in ``messages_fts``. Rows
+#: above it are pending: stored, not indexed yet (:meth:`SqliteStore._index_pending`).
+_INDEXED_THROUGH_KEY = "fts_indexed_through"
+#: That mark, as an SQL expression.
+_MARK = f"(SELECT CAST(value AS INTEGER) FROM meta WHERE key = '{_INDEXED_THROUGH_KEY}')"
+#: Pending messages at which an append indexes them all, in its own transaction. Each
+#: commit that indexes anything writes a new FTS5 segment and merges (~125 µs for a
+#: one-message turn, ~60% of its append); a batch of 32 costs about as much as one
+#: message, and searches index whatever is pending first (docs/performance.md, "LCM
+#: ingest"). A bulk append of more messages indexes at once, as before.
+FTS_BATCH_MESSAGES = 32
+#: Whether any message is pending (a read: no write lock when none is).
+_ANY_PENDING = f"SELECT (SELECT max(id) FROM messages) > {_MARK}"
+#: The newest message id left, 0 when there is none.
+_TOP_ID = "(SELECT coalesce(max(id), 0) FROM messages)"
+
+
+def _delete_trigger(indexed: str) -> str:
+    """The delete trigger for messages indexed as ``indexed`` (an expression of ``old``):
+    it removes exactly what was indexed, and only for an indexed row (an FTS5 'delete'
+    of a row that was never inserted corrupts an external-content index). A deleted
+    newest row lowers the mark to the newest row left: SQLite gives its id to the next
+    row inserted, which must count as pending."""
+    return f"""
+CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, content)
+        SELECT 'delete', old.id, {indexed} WHERE old.id <= {_MARK};
+    UPDATE meta SET value = {_TOP_ID}
+        WHERE key = '{_INDEXED_THROUGH_KEY}' AND CAST(value AS INTEGER) > {_TOP_ID};
+END
+"""
+
 
 _SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -153,7 +185,7 @@ CREATE TRIGGER IF NOT EXISTS summaries_fts_delete AFTER DELETE ON summaries BEGI
     INSERT INTO summaries_fts(summaries_fts, rowid, content) VALUES ('delete', old.id, old.content);
 END;
 """
-_SCHEMA_V1 += _DELETE_TRIGGER
+_SCHEMA_V1 += _V1_DELETE_TRIGGER
 
 #: The ``meta`` key set on a store made before prefix indexing that holds a longer
 #: message: it keeps indexing whole texts, so that its delete trigger stays exact.
@@ -207,6 +239,11 @@ def _upgrade_v2(conn: sqlite3.Connection) -> None:
     conn.execute(trigger[0] if trigger else _MESSAGES_FTS_DELETE)
 
 
+def _indexed_prefix(column: str) -> str:
+    """The part of a message's text (``column``) that prefix indexing indexes."""
+    return f"substr({column}, 1, {INDEXED_CHARS})"
+
+
 #: Version 3: the optional semantic index (semantic.py), one float16 vector a message,
 #: filled lazily by searches; empty while ``semantic_index`` is off.
 _SCHEMA_V3 = """
@@ -223,8 +260,23 @@ CREATE TRIGGER message_vectors_delete AFTER DELETE ON messages BEGIN
 END;
 """
 
+
+def _upgrade_v4(conn: sqlite3.Connection) -> None:
+    """Version 4: messages are indexed in batches (:data:`FTS_BATCH_MESSAGES`). Every
+    row of an older file is indexed: the mark starts at its newest message. The delete
+    trigger gets the pending-row guard and keeps deleting the text it deleted before
+    (whole or prefix: :meth:`SqliteStore._indexed_text_sql`)."""
+    (trigger,) = conn.execute(
+        "SELECT sql FROM sqlite_master WHERE type='trigger' AND name='messages_fts_delete'"
+    ).fetchone()
+    conn.execute(f"INSERT INTO meta(key, value) SELECT ?, {_TOP_ID}", (_INDEXED_THROUGH_KEY,))
+    conn.execute("DROP TRIGGER messages_fts_delete")
+    whole = "substr" not in trigger
+    conn.execute(_delete_trigger("old.content" if whole else _indexed_prefix("old.content")))
+
+
 #: Append a step for every change of the stored data; never edit an old one.
-LCM_SQLITE_SCHEMA = SqliteSchema("lcm", (_SCHEMA_V1, _upgrade_v2, _SCHEMA_V3))
+LCM_SQLITE_SCHEMA = SqliteSchema("lcm", (_SCHEMA_V1, _upgrade_v2, _SCHEMA_V3, _upgrade_v4))
 SCHEMA_VERSION = str(LCM_SQLITE_SCHEMA.latest)
 
 #: SQLite's page cache per connection, KiB.
@@ -340,7 +392,7 @@ class SqliteStore(StoreCommon):
         text in a store made before prefix indexing that holds a longer message (its
         delete trigger must stay exact). Such a store without one gets the prefix trigger
         now: its rows are indexed the same either way."""
-        prefix = f"substr(content, 1, {INDEXED_CHARS})"
+        prefix = _indexed_prefix("content")
         conn.execute("BEGIN IMMEDIATE")
         try:
             (trigger,) = conn.execute(
@@ -359,7 +411,7 @@ class SqliteStore(StoreCommon):
                 )
                 return "content"
             conn.execute("DROP TRIGGER messages_fts_delete")
-            conn.execute(_DELETE_TRIGGER)
+            conn.execute(_delete_trigger(_indexed_prefix("old.content")))
             return prefix
         finally:
             conn.execute("COMMIT")
@@ -465,7 +517,8 @@ class SqliteStore(StoreCommon):
         first_seq: int,
         first_ordinal: int,
     ) -> Appended:
-        """Rows, full-text entries and context items for ``fresh`` at free seq/ordinal slots."""
+        """Rows, context items and (by :data:`FTS_BATCH_MESSAGES`) full-text entries for
+        ``fresh`` at free seq/ordinal slots."""
         last_seq = first_seq + len(fresh) - 1
         rows = [(conversation_id, first_seq + n, *m) for n, m in enumerate(fresh)]
         (top,) = conn.execute("SELECT max(id) FROM messages").fetchone()
@@ -475,7 +528,8 @@ class SqliteStore(StoreCommon):
             "externalized, created_at, digest) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
         )
         half = len(rows) // 2
-        conn.executemany(insert, rows[:half])
+        if half:
+            conn.executemany(insert, rows[:half])
         fault_point("lcm.ingest.mid_batch")
         conn.executemany(insert, rows[half:])
         ids: Sequence[int] | None = _new_ids(top or 0, len(rows))
@@ -488,11 +542,11 @@ class SqliteStore(StoreCommon):
                     (conversation_id, first_seq, last_seq),
                 )
             ]
-        conn.execute(
-            f"INSERT INTO messages_fts(rowid, content) SELECT id, {self._indexed} FROM messages "
-            "WHERE conversation_id=? AND seq BETWEEN ? AND ?",
-            (conversation_id, first_seq, last_seq),
-        )
+            self._index_at_random_ids(conn, conversation_id, first_seq, last_seq)
+        else:
+            mark = self._mark(conn)
+            if ids[-1] - mark >= FTS_BATCH_MESSAGES:
+                self._index_pending(conn, mark)
         # Set-based, as the full-text insert: the rows just written hold every column.
         conn.execute(
             "INSERT INTO context_items(conversation_id, ordinal, kind, ref_id, token_count, "
@@ -508,6 +562,53 @@ class SqliteStore(StoreCommon):
         ).fetchone()
         items = [(first_ordinal + n, ref) for n, ref in enumerate(ids)]
         return appended(conversation_id, fresh, first_seq, items, version)
+
+    @staticmethod
+    def _mark(conn: sqlite3.Connection) -> int:
+        """The largest message id in the full-text index (rows above it are pending)."""
+        (mark,) = conn.execute(f"SELECT {_MARK}").fetchone()
+        return mark
+
+    def _index_pending(self, conn: sqlite3.Connection, mark: int) -> None:
+        """Index every message above ``mark`` (read in this write transaction) in one
+        set-based statement, in id order, and move the mark to the newest message: one
+        FTS5 segment for the whole batch."""
+        conn.execute(
+            f"INSERT INTO messages_fts(rowid, content) SELECT id, {self._indexed} FROM messages "
+            "WHERE id > ?",
+            (mark,),
+        )
+        self._move_mark_to_top(conn)
+
+    @staticmethod
+    def _move_mark_to_top(conn: sqlite3.Connection) -> None:
+        """Every message is indexed: the mark at the newest."""
+        conn.execute(f"UPDATE meta SET value = {_TOP_ID} WHERE key = ?", (_INDEXED_THROUGH_KEY,))
+
+    def _index_at_random_ids(
+        self, conn: sqlite3.Connection, conversation_id: int, first_seq: int, last_seq: int
+    ) -> None:
+        """Index now the rows just stored at ids SQLite drew at random (its largest id is
+        taken): some lie below the mark, where no batch would look. The pending rows go
+        with them, in one statement, and the mark to the top."""
+        conn.execute(
+            f"INSERT INTO messages_fts(rowid, content) SELECT id, {self._indexed} FROM messages "
+            "WHERE id > ? OR (conversation_id = ? AND seq BETWEEN ? AND ?)",
+            (self._mark(conn), conversation_id, first_seq, last_seq),
+        )
+        self._move_mark_to_top(conn)
+
+    def index_pending(self) -> None:
+        """Index the pending messages, if any: every reader of ``messages_fts`` calls it
+        first, so a message is found the moment its append returns, whichever connection
+        or process stored it. A cheap read when none is pending; otherwise a short write
+        transaction (the check repeated under its lock: another connection may have
+        indexed them meanwhile)."""
+        with self._lock:
+            (pending,) = self._conn.execute(_ANY_PENDING).fetchone()
+            if pending:
+                with self._tx() as conn:
+                    self._index_pending(conn, self._mark(conn))
 
     @staticmethod
     def _existing_versions(
@@ -609,6 +710,8 @@ class SqliteStore(StoreCommon):
         every word is rare: that pass costs the few such matches, not the history."""
         if not conversation_ids:
             return []
+        if target == "messages":
+            self.index_pending()
         fts, alias, table = (
             ("messages_fts", "m", "messages")
             if target == "messages"
@@ -708,6 +811,8 @@ class SqliteStore(StoreCommon):
         entries per target, not its all)."""
         if not operands or not targets:
             return []
+        if "messages" in targets:
+            self.index_pending()
         tables = ["messages_fts" if t == "messages" else "summaries_fts" for t in targets]
         one = " + ".join(
             f"(SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT ?))"
@@ -730,6 +835,8 @@ class SqliteStore(StoreCommon):
         """The snippet of each of ``ids`` longer than ``whole_chars`` that matches."""
         if not ids:
             return {}
+        if target == "messages":
+            self.index_pending()
         fts, table = ("messages_fts", "messages") if target == "messages" else (
             "summaries_fts", "summaries")  # fmt: skip
         marks = ", ".join("?" * len(ids))
@@ -803,6 +910,7 @@ class SqliteStore(StoreCommon):
             _WITHIN_CANDIDATES if by_relevance else limit,
             *operands, limit, fts_query,
         ]  # fmt: skip
+        self.index_pending()
         with self._lock:
             rows = self._conn.execute(sql, params).fetchall()
         score = (lambda held: -float(held)) if by_relevance else (lambda held: None)
@@ -894,8 +1002,10 @@ class SqliteStore(StoreCommon):
         joins eight of one level, so a long history keeps ~15 segments per index, each
         looked up for every term of every search. Merging any two of a level (usermerge 2,
         set at open) after each compaction keeps about one per level: ``lcm_grep`` at
-        100,000 messages ~15% less CPU, for ~3 ms per compaction (docs/performance.md)."""
+        100,000 messages ~15% less CPU, for ~3 ms per compaction (docs/performance.md).
+        The pending messages are indexed first, in the same transaction."""
         with self._tx() as conn:
+            self._index_pending(conn, self._mark(conn))
             for fts in _FULL_TEXT_INDEXES:
                 conn.execute(
                     f"INSERT INTO {fts}({fts}, rank) VALUES ('merge', ?)", (TIDY_MERGE_PAGES,)
@@ -912,5 +1022,8 @@ class SqliteStore(StoreCommon):
         return total
 
     def integrity_check(self) -> str:
+        """SQLite's quick check; pending messages are indexed first (a SQLite that checks
+        FTS5 indexes against their content would report them missing)."""
+        self.index_pending()
         rows = self._read("PRAGMA quick_check")
         return "; ".join(str(r[0]) for r in rows[:5])

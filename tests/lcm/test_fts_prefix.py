@@ -9,6 +9,8 @@ from ctxengine_lcm.search import fts_query
 from ctxengine_lcm.sqlite_store import INDEXED_CHARS, SqliteStore
 
 OLD_TRIGGER = """
+DELETE FROM meta WHERE key = 'fts_indexed_through';
+UPDATE meta SET value = '3' WHERE key = 'schema_version';
 DROP TRIGGER messages_fts_delete;
 CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
     INSERT INTO messages_fts(messages_fts, rowid, content) VALUES ('delete', old.id, old.content);
@@ -17,7 +19,8 @@ END;
 
 
 def _old_store(path, long_text: str | None) -> None:
-    """A store as the previous release made it: whole texts indexed, whole-text trigger."""
+    """A store as an earlier release made it: whole texts indexed, whole-text trigger,
+    schema version 3 (every message indexed, no mark)."""
     SqliteStore(path).close()
     conn = sqlite3.connect(path)
     conn.executescript(OLD_TRIGGER)
@@ -47,7 +50,7 @@ def _trigger(path) -> str:
 def _integrity_after_delete(path) -> None:
     conn = sqlite3.connect(path)
     conn.execute("DELETE FROM messages")
-    conn.execute("INSERT INTO messages_fts(messages_fts) VALUES ('integrity-check')")
+    conn.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES ('integrity-check', 1)")
     conn.commit()
     conn.close()
 
