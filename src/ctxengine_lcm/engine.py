@@ -594,9 +594,10 @@ class LcmEngine(ContextEngine):
     def _forget_rendered(self, current: set[tuple[str, int]]) -> None:
         """Drop the rendered messages that left the context (a message that did never comes
         back: it is under a summary now) and the summaries past ``RENDERED_SUMMARIES_KEPT``
-        that did, oldest first (an opened condensed summary may close again)."""
+        that did, oldest first (an opened condensed summary may close again). Only once
+        that many have left: a look at every entry on each request cost more than it saved."""
         cache = self._rendered
-        if len(cache) == len(current):
+        if len(cache) <= len(current) + RENDERED_SUMMARIES_KEPT:
             return
         summaries = [k for k in cache if k[0] == "summary" and k not in current]
         excess = max(0, len(summaries) - RENDERED_SUMMARIES_KEPT)

@@ -229,6 +229,15 @@ def _section(source: str, cues: frozenset[str], kinds: set[str]) -> str:
     return st.VALUES if kinds - {"num", "ident"} else st.OTHER
 
 
+def source_weight(source: str) -> float:
+    """What a unit from ``source`` weighs before its content counts."""
+    default = TOOL_WEIGHT if source.startswith("tool") else 1.0
+    return SOURCE_WEIGHTS.get(source.split(" ", 1)[0], default)
+
+
+_NO_KINDS: frozenset[str] = frozenset()
+
+
 def make_unit(
     text: str,
     source: str,
@@ -239,16 +248,13 @@ def make_unit(
     weight: float | None = None,
 ) -> Unit:
     """Score one unit (all but the parts that depend on coverage and word rarity);
-    ``weight`` replaces the source's weight."""
-    features = extract(text)
-    found, cues = features.idents, features.cues
-    kinds = set(map(itemgetter(0), found))
+    ``weight`` replaces the source's weight (:func:`source_weight`)."""
+    found, cues, words, keys = extract(text)
+    kinds = set(map(itemgetter(0), found)) if found else _NO_KINDS
     tool = source.startswith("tool")
     if weight is None:
-        kind_of_source = source.split(" ", 1)[0]
-        default = TOOL_WEIGHT if tool else 1.0
-        weight = SOURCE_WEIGHTS.get(kind_of_source, default)
-    base = weight + sum(map(CUE_WEIGHTS.__getitem__, cues))
+        weight = source_weight(source)
+    base = weight + sum(map(CUE_WEIGHTS.__getitem__, cues)) if cues else weight
     if source != "user" and "constraint" in cues:
         base -= CUE_WEIGHTS["constraint"] / 2
     if terms:
@@ -281,18 +287,22 @@ def make_unit(
         if found
         else ()
     )
+    cost = estimate_tokens(text) + 3 + (len(source) + 5 if tool else 0)
+    # Positional: a slots dataclass is built faster so, and there is one per unit.
     return Unit(
-        text=text,
-        source=source,
-        order=order,
-        base=base,
-        idents=idents,
-        words=features.words,
-        keys=features.keys,
-        section=section or _section(source, cues, kinds),
-        cost=estimate_tokens(text) + 3 + (len(source) + 5 if tool else 0),
-        from_previous=from_previous,
-        cues=cues,
+        text,
+        source,
+        order,
+        base,
+        idents,
+        words,
+        keys,
+        section or _section(source, cues, kinds),
+        cost,
+        from_previous,
+        (),
+        0,
+        cues,
     )
 
 
@@ -363,8 +373,9 @@ def _content_units(
         elif source == "user" and task_group is None and not has_task:
             task_group = group
         section = st.FILES if source == "call" and last_paths else None
+        weight = source_weight(source)
         for number, piece in enumerate(pieces):
-            unit = make_unit(piece, source, first + len(units), terms, section=section)
+            unit = make_unit(piece, source, first + len(units), terms, False, section, weight)
             unit.group = group
             unit.pinned = group == task_group and number < TASK_UNITS
             units.append(unit)
