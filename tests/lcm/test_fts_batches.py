@@ -12,6 +12,13 @@ from ctxengine_lcm.sqlite_store import FTS_BATCH_MESSAGES, SqliteStore
 from ctxengine_lcm.store import NewMessage
 
 
+def _new_store(tmp_path: Path) -> tuple[Path, SqliteStore, int]:
+    """A new store file, the store on it and its conversation's id."""
+    path = tmp_path / "lcm.db"
+    store = SqliteStore(path)
+    return path, store, store.current_conversation("s").id
+
+
 def _message(uid: str, text: str) -> NewMessage:
     return NewMessage(uid, "user", text, "{}", None, None, 3, 3, False, 1.0)
 
@@ -47,9 +54,7 @@ def _found(store: SqliteStore, conversation: int, word: str) -> list[str]:
 
 
 def test_a_message_is_found_right_after_its_append(tmp_path: Path) -> None:
-    path = tmp_path / "lcm.db"
-    store = SqliteStore(path)
-    conversation = store.current_conversation("s").id
+    path, store, conversation = _new_store(tmp_path)
     store.append(conversation, [_message("a", "the zebra crossing")])
     assert _indexed(path) == (0, 0)  # pending
 
@@ -60,9 +65,7 @@ def test_a_message_is_found_right_after_its_append(tmp_path: Path) -> None:
 
 
 def test_appends_index_the_pending_rows_at_the_threshold(tmp_path: Path) -> None:
-    path = tmp_path / "lcm.db"
-    store = SqliteStore(path)
-    conversation = store.current_conversation("s").id
+    path, store, conversation = _new_store(tmp_path)
     for n in range(FTS_BATCH_MESSAGES - 1):
         store.append(conversation, [_message(f"m{n}", f"word{n}")])
     assert _indexed(path) == (0, 0)
@@ -76,9 +79,7 @@ def test_appends_index_the_pending_rows_at_the_threshold(tmp_path: Path) -> None
 
 
 def test_deleting_pending_and_indexed_messages_keeps_the_index_exact(tmp_path: Path) -> None:
-    path = tmp_path / "lcm.db"
-    store = SqliteStore(path)
-    conversation = store.current_conversation("s").id
+    path, store, conversation = _new_store(tmp_path)
     store.append(conversation, [_message(f"i{n}", f"indexed {n}") for n in range(40)])
     store.append(conversation, [_message(f"p{n}", f"pending {n}") for n in range(3)])
     assert _indexed(path) == (40, 40)
@@ -95,9 +96,7 @@ def test_deleting_pending_and_indexed_messages_keeps_the_index_exact(tmp_path: P
 
 
 def test_a_store_made_before_batches_opens_with_everything_indexed(tmp_path: Path) -> None:
-    path = tmp_path / "lcm.db"
-    store = SqliteStore(path)
-    conversation = store.current_conversation("s").id
+    path, store, conversation = _new_store(tmp_path)
     store.append(conversation, [_message(f"m{n}", f"old text {n}") for n in range(50)])
     store.close()
     conn = sqlite3.connect(path)  # as version 3 left it: every row indexed, no mark
@@ -130,9 +129,7 @@ def test_two_connections_interleaving_appends_and_searches_see_everything(
 
 
 def test_tidying_and_the_integrity_check_index_the_pending_rows(tmp_path: Path) -> None:
-    path = tmp_path / "lcm.db"
-    store = SqliteStore(path)
-    conversation = store.current_conversation("s").id
+    path, store, conversation = _new_store(tmp_path)
     store.append(conversation, [_message("a", "one")])
     store.tidy_search_index()
     assert _indexed(path) == (1, 1)
