@@ -82,10 +82,11 @@ def _fragments(
     windows: dict[tuple[int, int], tuple[Counter[int], int]] = {}
     for start, anchor in occurrences[:_MAX_WINDOWS]:
         window = _window(start, size, len(scanned))
+        if window in windows:  # neighbouring occurrences often share a window: settled
+            continue
         inside = occurrences[bisect_left(starts, window[0]) : bisect_left(starts, window[1])]
-        held = Counter(term for _, term in inside)
-        if weights[anchor] >= max(weights[t] for t in held) and window not in windows:
-            windows[window] = (held, start)  # placed around its rarest
+        if weights[anchor] >= max(weights[term] for _, term in inside):
+            windows[window] = (Counter(term for _, term in inside), start)  # around its rarest
     chosen: list[tuple[tuple[int, int], int]] = []
     shown: set[int] = set()
     while len(taken) + len(chosen) < FRAGMENTS:
