@@ -141,10 +141,11 @@ class RequestAssembler:
             guard.note_invalid("select_context", "the list holds non-dict items")
             return None
         sources: list[Message] | None = None
+        positions: list[int | None] | None = None
         if selected:
             kept = self._without_own_system_prompt(selected)
             # Counted before stripping: uids and digests find the cached counts.
-            tokens, wire = session.live.resolve(kept)
+            tokens, wire, positions = session.live.resolve(kept)
             conversation = tokens + REPLY_PRIMER_TOKENS
             sources = kept
         else:  # an addition alone: the default request's messages, already counted
@@ -185,6 +186,7 @@ class RequestAssembler:
             originals=self._originals(head, kept if selected else None, wire),
             covers=covers,
             sources=sources,
+            source_positions=positions,
         )
 
     def _originals(
@@ -239,7 +241,7 @@ class RequestAssembler:
             )
         else:  # the default engine's summary represents what it took out
             covers = self._summarized_away(body, compacted)
-        tokens, wire = session.live.resolve(compacted)
+        tokens, wire, positions = session.live.resolve(compacted)
         conversation = tokens + REPLY_PRIMER_TOKENS
         head = request.messages[:head_len]
         return ProviderRequest(
@@ -257,6 +259,7 @@ class RequestAssembler:
             shape=request.shape,
             covers=covers,
             sources=compacted,
+            source_positions=positions,
         )
 
     def _summarized_away(self, body: list[Message], compacted: list[Message]) -> list[Any]:
@@ -274,16 +277,17 @@ class RequestAssembler:
         """
         session = self.session
         request.sent_messages = len(request.messages)
-        if request.sources is None:
+        positions = request.source_positions
+        if positions is None:
             return request
         live = session.live
-        head_len = len(request.messages) - len(request.sources)
-        covered = covered_intervals(request.sources, request.covers, live.position)
+        head_len = len(request.messages) - len(positions)
+        covered = covered_intervals(positions, request.covers, live.position)
         runs = uncovered_runs(len(live), covered)
         if not runs:
             return request
         body = request.messages[head_len:]
-        marked = mark_omissions(body, request.sources, runs, live.position)
+        marked = mark_omissions(body, positions, runs)
         extra = live.count(marked) - live.count(body)
         request.messages = [*request.messages[:head_len], *marked]
         request.sent_messages = len(request.messages)
