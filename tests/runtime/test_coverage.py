@@ -121,7 +121,7 @@ def test_a_marker_between_assistant_messages_is_a_user_message_of_its_own(make_h
 
 def test_intervals_merge_ranges_and_single_uids():
     position = {"a": 0, "b": 1, "c": 2, "d": 3, "e": 4, "f": 5}.get
-    sent = [{"message_uid": "a"}, {"message_uid": "f"}, {"content": "no uid"}]
+    sent = [position("a"), position("f"), None]  # the last one: no uid
     covered = covered_intervals(sent, [("b", "c"), "c", ["zz", "e"]], position)
     assert covered == [(0, 3), (5, 6)]
     assert uncovered_runs(6, covered) == [(3, 5)]

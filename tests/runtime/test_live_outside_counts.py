@@ -29,12 +29,12 @@ def test_a_summary_sent_again_is_counted_once_and_a_changed_one_again():
     counter = CountingCounter()
     view = LiveView(counter, strict_alternation=False)
     first = summary("- task: migrate the billing exporter to port 9464 " * 40)
-    tokens, _ = view.resolve([first])
-    again, _ = view.resolve([dict(first)])  # rebuilt by the engine: a new, equal dict
+    tokens, _, _ = view.resolve([first])
+    again, _, _ = view.resolve([dict(first)])  # rebuilt by the engine: a new, equal dict
     assert again == tokens == TokenCounter("gpt-4").count_message(first)
     assert counter.counted == 1
     changed = summary("- task: migrate the billing exporter to port 9465 " * 40)
-    after, _ = view.resolve([changed])
+    after, _, _ = view.resolve([changed])
     assert after == TokenCounter("gpt-4").count_message(changed)
     assert counter.counted == 2
 
@@ -43,8 +43,8 @@ def test_a_message_with_structured_fields_is_still_counted_per_version():
     counter = CountingCounter()
     view = LiveView(counter, strict_alternation=False)
     parts = {"role": "user", "content": [{"type": "text", "text": "look at this log " * 20}]}
-    tokens, _ = view.resolve([parts])
+    tokens, _, _ = view.resolve([parts])
     parts["content"][0]["text"] += "and this one"  # changed in place: a new version
-    grown, _ = view.resolve([parts])
+    grown, _, _ = view.resolve([parts])
     assert grown > tokens
     assert grown == TokenCounter("gpt-4").count_message(parts)

@@ -3,7 +3,8 @@
 The default request is the session's system prompt followed by the cached
 provider copies of the live view, with running token totals: O(1) work apart
 from one list of references. ``select_context`` gets read-only views
-(:mod:`ctxengine_host.runtime.views`) and may replace that one request (fail-open);
+(:mod:`ctxengine_host.runtime.views`) and may replace that one request (fail-open:
+the default request is then built, and only then, since a valid selection replaces it);
 when a request is still over budget after the engine compacted, an engine
 that does not own compaction has the request compacted by the default
 engine's algorithm (``substitute``).
@@ -22,7 +23,7 @@ from .coverage import covered_intervals, mark_omissions, uncovered_runs
 from .isolation import SKIPPED
 from .turns import ProviderRequest
 from .validity import sequence_problems
-from .views import MessagesView, copy_message
+from .views import HeadedMessagesView, copy_message
 
 if TYPE_CHECKING:
     from .parts import SessionState
@@ -51,13 +52,12 @@ class RequestAssembler:
         self._addition_head: tuple[str, list[Message], int] | None = None
 
     def assemble(self) -> ProviderRequest:
-        """The default request, then the engine's selection; ``over_budget`` set by precheck."""
-        request = self.default_request()
-        if self.session.guard.implements("select_context"):
-            started = time.perf_counter()
-            method, kwargs = self.select_call(request)
-            request = self.selected(request, self.session.engine_call(method, **kwargs), started)
-        return self.finish(request)
+        """The engine's selection, else the default request; ``over_budget`` set by precheck."""
+        if not self.session.guard.implements("select_context"):
+            return self.finish(self.default_request())
+        started = time.perf_counter()
+        method, kwargs = self.select_call()
+        return self.finish(self.selected(self.session.engine_call(method, **kwargs), started))
 
     def default_request(self) -> ProviderRequest:
         """The session's system prompt and the whole live view, counted."""
@@ -76,23 +76,30 @@ class RequestAssembler:
             request.originals = session.head + [e.message for e in live.entries]
         return request
 
-    def select_call(self, request: ProviderRequest) -> tuple[str, dict[str, Any]]:
-        """The ``select_context`` call for ``request`` (the default one), as (method, kwargs)."""
+    def select_call(self) -> tuple[str, dict[str, Any]]:
+        """The ``select_context`` call, as (method, kwargs).
+
+        ``request_messages`` reads as the default request's messages (the system head and
+        the live view), a snapshot, without building that list.
+        """
         session = self.session
+        live = session.live
         return "select_context", {
-            "request_messages": MessagesView(request.messages),
+            "request_messages": HeadedMessagesView(session.head, live.wire, len(live.wire)),
             "conversation_messages": session.live.view(),
             "incoming_message": copy_message(session.live.last_user_message()),
             "budget_tokens": session.budget_tokens,
             "runtime_settings": session.runtime_settings(),
         }
 
-    def selected(self, request: ProviderRequest, result: Any, started: float) -> ProviderRequest:
-        """:meth:`apply_selection`, the time since ``started`` counted as selection time."""
+    def selected(self, result: Any, started: float) -> ProviderRequest:
+        """:meth:`apply_selection`, the time since ``started`` counted as selection time;
+        the default request when the selection is not used."""
         try:
-            return self.apply_selection(request, result)
+            request = self.apply_selection(result)
         finally:
             self.session.turn_stats.select_ms += (time.perf_counter() - started) * 1000
+        return request if request is not None else self.default_request()
 
     def finish(self, request: ProviderRequest) -> ProviderRequest:
         """The request's shape and whether the precheck finds it over budget."""
@@ -100,12 +107,13 @@ class RequestAssembler:
         request.over_budget = request.precheck_tokens > self.session.budget_tokens
         return request
 
-    def apply_selection(self, request: ProviderRequest, result: Any) -> ProviderRequest:
-        """Fail-open: anything but a valid non-empty selection leaves the request unchanged."""
+    def apply_selection(self, result: Any) -> ProviderRequest | None:
+        """The request ``select_context``'s result makes, or None (fail-open: anything but a
+        valid non-empty selection leaves the default request)."""
         session = self.session
         guard = session.guard
         if result is None or result is SKIPPED or (isinstance(result, list) and not result):
-            return request
+            return None
         addition = None
         authority = "assembled"
         engine_estimate = 0
@@ -114,7 +122,7 @@ class RequestAssembler:
                 result = AssembleResult.model_validate(result)
             except Exception as exc:
                 guard.note_invalid("select_context", f"bad AssembleResult dict: {exc}")
-                return request
+                return None
         covers: list[Any] = []
         if isinstance(result, AssembleResult):
             addition = result.system_prompt_addition or None
@@ -123,25 +131,26 @@ class RequestAssembler:
             selected = result.messages
             covers = list(result.covers)
             if not selected and not addition:
-                return request
+                return None
         elif isinstance(result, list):
             selected = result
         else:
             guard.note_invalid("select_context", f"not a list: {type(result).__name__}")
-            return request
+            return None
         if not all(isinstance(m, dict) for m in selected):
             guard.note_invalid("select_context", "the list holds non-dict items")
-            return request
+            return None
         sources: list[Message] | None = None
+        positions: list[int | None] | None = None
         if selected:
             kept = self._without_own_system_prompt(selected)
             # Counted before stripping: uids and digests find the cached counts.
-            tokens, wire = session.live.resolve(kept)
+            tokens, wire, positions = session.live.resolve(kept)
             conversation = tokens + REPLY_PRIMER_TOKENS
             sources = kept
         else:  # an addition alone: the default request's messages, already counted
-            wire = request.messages[len(session.head) :]
-            conversation = request.conversation_tokens
+            wire = list(session.live.wire)
+            conversation = session.live.tokens + REPLY_PRIMER_TOKENS
         head, head_tokens = self._head_for(addition)
         if not session.head and addition and wire and wire[0].get("role") == "system":
             first = dict(wire[0])
@@ -156,7 +165,7 @@ class RequestAssembler:
             problems = sequence_problems(messages, strict_alternation=strict)
             if problems:
                 guard.note_invalid("select_context", f"invalid sequence: {problems[0]}")
-                return request
+                return None
         if authority == "assembled" and engine_estimate:
             precheck = engine_estimate
         elif authority == "preassembly_may_overflow":
@@ -166,7 +175,7 @@ class RequestAssembler:
             precheck = conversation
         return ProviderRequest(
             messages=messages,
-            tools=request.tools,
+            tools=session.tools,
             estimated_tokens=head_tokens + conversation + session.tool_tokens,
             conversation_tokens=conversation,
             budget_tokens=session.budget_tokens,
@@ -174,23 +183,20 @@ class RequestAssembler:
             selected=True,
             system_prompt_addition=addition,
             prompt_authority=authority,
-            originals=self._originals(request, head, kept if selected else None, wire),
+            originals=self._originals(head, kept if selected else None, wire),
             covers=covers,
             sources=sources,
+            source_positions=positions,
         )
 
     def _originals(
-        self,
-        request: ProviderRequest,
-        head: list[Message],
-        kept: list[Message] | None,
-        wire: list[Message],
+        self, head: list[Message], kept: list[Message] | None, wire: list[Message]
     ) -> list[Message] | None:
         """The internal messages behind a selected request (non-chat shapes only)."""
-        if request.originals is None:
+        if self.session.shape in (None, "chat"):
             return None
         if kept is None:  # an addition alone: the default request's messages
-            kept = request.originals[len(self.session.head) :]
+            kept = [e.message for e in self.session.live.entries]
         if not head and wire and kept:  # the addition went into the first system message
             kept = [wire[0], *kept[1:]]
         return [*head, *kept]
@@ -235,7 +241,7 @@ class RequestAssembler:
             )
         else:  # the default engine's summary represents what it took out
             covers = self._summarized_away(body, compacted)
-        tokens, wire = session.live.resolve(compacted)
+        tokens, wire, positions = session.live.resolve(compacted)
         conversation = tokens + REPLY_PRIMER_TOKENS
         head = request.messages[:head_len]
         return ProviderRequest(
@@ -253,6 +259,7 @@ class RequestAssembler:
             shape=request.shape,
             covers=covers,
             sources=compacted,
+            source_positions=positions,
         )
 
     def _summarized_away(self, body: list[Message], compacted: list[Message]) -> list[Any]:
@@ -270,16 +277,17 @@ class RequestAssembler:
         """
         session = self.session
         request.sent_messages = len(request.messages)
-        if request.sources is None:
+        positions = request.source_positions
+        if positions is None:
             return request
         live = session.live
-        head_len = len(request.messages) - len(request.sources)
-        covered = covered_intervals(request.sources, request.covers, live.position)
+        head_len = len(request.messages) - len(positions)
+        covered = covered_intervals(positions, request.covers, live.position)
         runs = uncovered_runs(len(live), covered)
         if not runs:
             return request
         body = request.messages[head_len:]
-        marked = mark_omissions(body, request.sources, runs, live.position)
+        marked = mark_omissions(body, positions, runs)
         extra = live.count(marked) - live.count(body)
         request.messages = [*request.messages[:head_len], *marked]
         request.sent_messages = len(request.messages)

@@ -6,8 +6,9 @@ through ``AssembleResult.covers`` as message uids or inclusive ``(first_uid, las
 ranges. Live messages neither sent nor covered get an explicit omission marker in the
 request, and the request reports how many there were (``ProviderRequest.omitted``).
 
-The check is cheap: the sent messages and the declared ranges are mapped to live
-positions through the live view's uid index and merged as intervals, so it costs
+The check is cheap: the sent messages (their positions found while the selection was
+resolved) and the declared ranges are mapped to live positions through the live view's
+uid index and merged as intervals, so it costs
 O(k log k) for a request of k messages, never O(live view).
 """
 
@@ -24,19 +25,20 @@ OMISSION_MARKER_PREFIX = "[ctxengine: omitted"
 
 
 def covered_intervals(
-    sent: Sequence[Message], covers: Sequence[Cover], position: Callable[[Any], int | None]
+    sent: Sequence[int | None], covers: Sequence[Cover], position: Callable[[Any], int | None]
 ) -> list[tuple[int, int]]:
-    """The live index ranges ``[start, end)`` the request sends or declares covered, merged."""
-    spans: list[tuple[int, int]] = []
-    for message in sent:
-        at = position(message.get("message_uid"))
-        if at is not None:
-            spans.append((at, at + 1))
+    """The live index ranges ``[start, end)`` the request sends or declares covered, merged.
+
+    ``sent`` holds the live positions of the sent messages (None: not live).
+    """
+    spans = _index_runs(sorted(at for at in sent if at is not None))
     for cover in covers:
         first, last = (cover, cover) if isinstance(cover, str) else tuple(cover)[:2]
         start, end = position(first), position(last)
         if start is not None and end is not None and start <= end:
             spans.append((start, end + 1))
+    if not covers:
+        return spans
     spans.sort()
     merged: list[tuple[int, int]] = []
     for start, end in spans:
@@ -45,6 +47,25 @@ def covered_intervals(
         else:
             merged.append((start, end))
     return merged
+
+
+def _index_runs(indexes: list[int]) -> list[tuple[int, int]]:
+    """Sorted live indexes as merged ``[start, end)`` runs.
+
+    A selection's live messages are mostly consecutive: one integer comparison per
+    index instead of a tuple per index, sorted and merged.
+    """
+    runs: list[tuple[int, int]] = []
+    if not indexes:
+        return runs
+    start = end = indexes[0]
+    for at in indexes:
+        if at > end:
+            runs.append((start, end))
+            start = at
+        end = at + 1
+    runs.append((start, end))
+    return runs
 
 
 def uncovered_runs(live_count: int, covered: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -71,12 +92,9 @@ def omission_text(runs: Sequence[tuple[int, int]]) -> str:
 
 
 def mark_omissions(
-    body: list[Message],
-    sources: Sequence[Message],
-    runs: list[tuple[int, int]],
-    position: Callable[[Any], int | None],
+    body: list[Message], positions: Sequence[int | None], runs: list[tuple[int, int]]
 ) -> list[Message]:
-    """``body`` (provider copies, parallel to uid-bearing ``sources``) with a marker per gap.
+    """``body`` (provider copies, their live ``positions`` in parallel) with a marker per gap.
 
     A marker stands right before the first sent message that follows its run (at the end
     when none does). It joins a neighbouring user message when there is one, so the
@@ -84,8 +102,7 @@ def mark_omissions(
     """
     out: list[Message] = []
     pending = list(runs)
-    for message, source in zip(body, sources, strict=True):
-        at = position(source.get("message_uid"))
+    for message, at in zip(body, positions, strict=True):
         if at is not None and pending and at >= pending[0][1]:
             due = []
             while pending and at >= pending[0][1]:

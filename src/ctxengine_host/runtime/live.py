@@ -43,6 +43,18 @@ def _stored_message(entry: LiveEntry) -> Message:
     return entry.message
 
 
+def _says_the_same(message: Message, entry: LiveEntry) -> bool:
+    """True when ``message`` is ``entry``'s version, persistence fields aside.
+
+    Equal as a whole is equal without the persistence fields: the common case costs
+    one comparison and no stripped copies.
+    """
+    stored = entry.message
+    return message == stored or strip_persistence_fields(message) == strip_persistence_fields(
+        stored
+    )
+
+
 class LiveView:
     """The messages the next request is built from, with per-version caches.
 
@@ -148,16 +160,7 @@ class LiveView:
         """
         uid = message.get("message_uid")
         entry = self._by_uid.get(uid) if isinstance(uid, str) else None
-        if entry is None:
-            return None
-        stored = entry.message
-        # Equal as a whole is equal without the persistence fields: the common case costs
-        # one comparison and no stripped copies.
-        if message == stored or strip_persistence_fields(message) == strip_persistence_fields(
-            stored
-        ):
-            return entry
-        return None
+        return entry if entry is not None and _says_the_same(message, entry) else None
 
     def count(self, messages: Iterable[Message]) -> int:
         """Tokens of messages: a live message's count when the uid and content match, else
@@ -168,21 +171,29 @@ class LiveView:
             total += entry.tokens if entry is not None else self._count_version(m)
         return total
 
-    def resolve(self, messages: Iterable[Message]) -> tuple[int, list[Message]]:
-        """Tokens and provider copies of a selection in one pass: a live message's cached
-        count and copy when the uid and content match (what a provider receives of it is
-        then the same), else counted per version and copied."""
+    def resolve(self, messages: Iterable[Message]) -> tuple[int, list[Message], list[int | None]]:
+        """Tokens, provider copies and live positions of a selection, one uid look-up each.
+
+        A live message's cached count and copy when the uid and content match (what a
+        provider receives of it is then the same), else counted per version and copied.
+        The positions are :meth:`position` of each message's uid, matching or not: what
+        the coverage check needs, found while the uid is at hand.
+        """
         total = 0
         wire: list[Message] = []
+        positions: list[int | None] = []
+        by_uid, position = self._by_uid, self._position
         for m in messages:
-            entry = self.matching_entry(m)
-            if entry is not None:
+            uid = m.get("message_uid")
+            entry = by_uid.get(uid) if isinstance(uid, str) else None
+            positions.append(position[uid] if entry is not None else None)
+            if entry is not None and _says_the_same(m, entry):
                 total += entry.tokens
                 wire.append(entry.wire)
             else:
                 total += self._count_version(m)
                 wire.append(self.provider_copy(m))
-        return total, wire
+        return total, wire, positions
 
     def _count_version(self, message: Message) -> int:
         """The count of a message that is not a live entry (an engine's summary, say).

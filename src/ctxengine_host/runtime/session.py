@@ -485,18 +485,17 @@ class Session:
         selection is made only when the preflight asks for no compaction (else the request
         is assembled again after it). The selection time includes the preflight's."""
         assembler = self._assembler
-        request = assembler.default_request()
         calls = [("should_compress_preflight", {"messages": self.live.view()})]
         if self.guard.implements("select_context"):
-            calls.append(assembler.select_call(request))
+            calls.append(assembler.select_call())
         started = time.perf_counter()
         results = self.engine_calls(calls, stop_after=_asks_compaction)
         if self._as_flag("should_compress_preflight", results[0]):
             self._record_event(events, self._compactor.run("preflight"))
             return assembler.assemble()
         if len(results) > 1:
-            request = assembler.selected(request, results[1], started)
-        return assembler.finish(request)
+            return assembler.finish(assembler.selected(results[1], started))
+        return assembler.finish(assembler.default_request())
 
     def handle_context_overflow(self, error: BaseException | str | None = None) -> ProviderRequest:
         """The provider said the context is too long: compact with ``force=True`` and rebuild."""

@@ -73,6 +73,8 @@ class ProviderRequest:
     sent_messages: int = 0
     #: The uid-bearing messages the request's non-system part was built from (selections).
     sources: list[Message] | None = field(default=None, repr=False)
+    #: The live position of each of ``sources`` (None: not live), found while resolving them.
+    source_positions: list[int | None] | None = field(default=None, repr=False)
 
     def provider_kwargs(self) -> dict[str, Any]:
         """The request as keyword arguments of the session shape's SDK call.

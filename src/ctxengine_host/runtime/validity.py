@@ -32,6 +32,8 @@ KNOWN_ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
 #: and repaired by the same rule as ``system`` (docs/runtime.md, "Validity").
 HEAD_ROLES = frozenset({"system", "developer"})
 
+_NO_CALLS: frozenset[str] = frozenset()
+
 #: Text of the tool result the repair path adds for a call that was never answered.
 MISSING_RESULT_TEXT = "[no tool result was recorded for this call]"
 
@@ -123,10 +125,16 @@ class SequenceState:
         self.last_speaker = role
         if role == "user":
             self.has_user = True
-        ids = [c["id"] for c in message.get("tool_calls") or ()]
+        calls = message.get("tool_calls")
+        if not calls:  # most messages: no id list, no frozenset to build
+            self.call_ids = _NO_CALLS
+            self.unanswered = set()
+            self.in_tool_run = False
+            return
+        ids = [c["id"] for c in calls]
         self.call_ids = frozenset(ids)
         self.unanswered = set(ids)
-        self.in_tool_run = bool(ids)
+        self.in_tool_run = True
 
     def push(self, message: Any, index: int) -> None:
         """Check and feed; raise :class:`ValidityError` on a broken rule."""

@@ -120,11 +120,35 @@ class MessagesView(Sequence[Message]):
         return f"<MessagesView of {self._length} messages>"
 
     def _copy(self, index: int) -> Message:
-        return copy_message(self._read(self._items[index]))
+        return copy_message(self._item(index))
 
     def _raw(self) -> Iterator[Message]:
         for i in range(self._length):
-            yield self._read(self._items[i])
+            yield self._item(i)
+
+    def _item(self, index: int) -> Message:
+        return self._read(self._items[index])
+
+
+class HeadedMessagesView(MessagesView):
+    """A :class:`MessagesView` of a few messages of its own followed by a snapshot of a list.
+
+    ``select_context`` receives the default request, the system head followed by the
+    live view: this reads as that list without concatenating the two, which cost
+    O(live view) on every request of a session whose engine keeps its own history.
+    """
+
+    __slots__ = ("_head",)
+
+    def __init__(self, head: Sequence[Message], items: list[Any], length: int) -> None:
+        self._head = tuple(head)
+        super().__init__(items, len(self._head) + length)
+
+    def _item(self, index: int) -> Message:
+        head = self._head
+        if index < len(head):
+            return head[index]
+        return self._items[index - len(head)]
 
 
 class CopyOnWriteMessages(MessagesView):
