@@ -5,13 +5,11 @@ Each message is stored (``ingest``) in turn; before each assistant message the l
 is sent to ``select_context`` and a compaction runs when the engine asks for one. The
 summarizer truncates (deterministic and cheap), counts are tiktoken's. Prints the requests
 made, the sha256 of their results (timestamps masked: stored messages take the clock's time)
-and the compactions. ``--every 50`` makes one request in 50: its instruction count, taken
-off a full run's, leaves what the other requests cost.
+and the compactions: two versions of the code compare by their instruction counts when
+the hashes are equal.
 
     valgrind --tool=callgrind --callgrind-out-file=/dev/null \\
         .venv/bin/python benchmarks/bench_lcm_select.py --messages 3000
-    valgrind --tool=callgrind --callgrind-out-file=/dev/null \\
-        .venv/bin/python benchmarks/bench_lcm_select.py --messages 3000 --every 50
 """
 
 from __future__ import annotations
@@ -63,7 +61,7 @@ def make_engine(data_dir: Path) -> LcmEngine:
     return engine
 
 
-def run(messages: list[dict[str, Any]], every: int) -> tuple[int, str, int]:
+def run(messages: list[dict[str, Any]]) -> tuple[int, str, int]:
     """(requests, sha256 of the results, compactions)."""
     digest = hashlib.sha256()
     requests = compactions = 0
@@ -72,10 +70,9 @@ def run(messages: list[dict[str, Any]], every: int) -> tuple[int, str, int]:
         history = messages[:1]
         for message in messages[1:]:
             if message.get("role") == "assistant" and len(history) > 1:
-                if requests % every == 0:
-                    result = engine.select_context(history, budget_tokens=BUDGET)
-                    shown = [result.messages, result.estimated_tokens, result.covers]
-                    digest.update(STAMP.sub("T", json.dumps(shown, sort_keys=True)).encode())
+                result = engine.select_context(history, budget_tokens=BUDGET)
+                shown = [result.messages, result.estimated_tokens, result.covers]
+                digest.update(STAMP.sub("T", json.dumps(shown, sort_keys=True)).encode())
                 requests += 1
                 if engine.should_compress_preflight(history):
                     engine.compress(history)
@@ -89,9 +86,8 @@ def run(messages: list[dict[str, Any]], every: int) -> tuple[int, str, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=3_000)
-    parser.add_argument("--every", type=int, default=1, help="request before every N-th reply")
     args = parser.parse_args()
-    requests, digest, compactions = run(sample_messages(args.messages), args.every)
+    requests, digest, compactions = run(sample_messages(args.messages))
     print(f"requests {requests}  results sha256 {digest}  compactions {compactions}")
 
 
