@@ -8,7 +8,7 @@ message is never dropped, and a tool call never loses its results.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from ctxengine_host.tokens import REPLY_PRIMER_TOKENS
 
@@ -57,6 +57,19 @@ def blocks_of(messages: Sequence[Message], tokens: Sequence[int]) -> list[tuple[
     return blocks
 
 
+class Fit(NamedTuple):
+    """One request's messages within the budget, with what extending it needs."""
+
+    #: ``head`` plus the kept items, finalized.
+    messages: list[Message]
+    #: The exact count of ``messages``.
+    tokens: int
+    #: The per-item figure before anything was dropped: head, every item and the primer.
+    estimate: int
+    #: Whether every item was kept.
+    complete: bool
+
+
 def fit_to_budget(
     head: list[Message],
     items: list[Message],
@@ -65,8 +78,8 @@ def fit_to_budget(
     count: Callable[[list[Message]], int],
     finalize: Callable[[list[Message]], list[Message]] = list,
     task: int | None = -1,
-) -> tuple[list[Message], int]:
-    """``head`` plus the newest blocks of ``items`` that fit ``budget``; returns (messages, tokens).
+) -> Fit:
+    """``head`` plus the newest blocks of ``items`` that fit ``budget``.
 
     Per-item counts choose what to drop; ``finalize`` shapes the kept items (e.g. merges
     the summaries into one message) and the final figure is counted exactly on the result.
@@ -89,7 +102,7 @@ def fit_to_budget(
     # Blocks go oldest first; the newest block and the newest user message always stay.
     droppable = [b for b in range(len(blocks) - 1) if b != newest_user]
     dropped = 0
-    total = head_tokens + sum(b[2] for b in blocks) + REPLY_PRIMER_TOKENS
+    estimate = total = head_tokens + sum(item_tokens) + REPLY_PRIMER_TOKENS
     while True:
         while total > budget and dropped < len(droppable):
             total -= blocks[droppable[dropped]][2]
@@ -103,9 +116,35 @@ def fit_to_budget(
         messages = head + finalize([m for k in keep for m in items[blocks[k][0] : blocks[k][1]]])
         exact = count(messages)
         if exact <= budget or dropped == len(droppable):
-            return messages, exact
+            return Fit(messages, exact, estimate, dropped == 0)
         # Per-item counts undershot the exact figure: go on from the exact one.
         total = exact
+
+
+def extend_fit(
+    previous: Fit,
+    head: list[Message],
+    appended: list[Message],
+    appended_tokens: int,
+    budget: int,
+) -> Fit | None:
+    """What :func:`fit_to_budget` gives for ``previous``'s items plus ``appended`` (messages,
+    no summaries, each counting ``appended_tokens`` in all, per item and exactly alike),
+    when ``previous`` kept every item and the sum still fits; None when it must run again.
+
+    Nothing is dropped then, so the full path would keep every block and count the same
+    messages; the exact count is the previous one plus the appended messages' counts when
+    the counter is additive (the caller's condition). Between two requests of an agent loop
+    usually one to three messages were appended: this spares rebuilding the blocks and
+    counting the whole request again.
+    """
+    if not previous.complete:
+        return None
+    estimate = previous.estimate + appended_tokens
+    tokens = previous.tokens + appended_tokens
+    if estimate > budget or tokens > budget:
+        return None
+    return Fit(head + previous.messages[len(head) :] + appended, tokens, estimate, True)
 
 
 def merge_leading(

@@ -16,6 +16,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +37,10 @@ from ctxengine_host.tokens import message_digest
 from ._version import __version__
 from .assembly import (
     SYSTEM_PROMPT_ADDITION,
+    Fit,
     SummaryJoiner,
     expand_summaries,
+    extend_fit,
     fit_to_budget,
     merge_leading,
     system_prompt_addition,
@@ -95,6 +98,8 @@ class LcmEngine(ContextEngine):
         self._checked: tuple[int, str | None] | None = None
         self._warned_no_insert = False
         self._last_assembly: tuple[tuple, list[Message], AssembleResult] | None = None
+        #: What the last request was assembled from, for extending it with appended messages.
+        self._selection: _Selection | None = None
         #: (conversation id, context version, items): the active context as last read or
         #: extended by this engine's own appends; trusted only while the store's version
         #: is the same (another process may have changed the context).
@@ -198,6 +203,7 @@ class LcmEngine(ContextEngine):
     def _forget_caches(self) -> None:
         self._checked = None
         self._last_assembly = None
+        self._selection = None
         self._expansion = None
         self._items = None
         self._stored_uids = set()
@@ -412,13 +418,26 @@ class LcmEngine(ContextEngine):
             return None
         if self._addition_tokens is None:
             self._addition_tokens = self.context.count_tokens(SYSTEM_PROMPT_ADDITION)  # the longer
+        selection = self._extended_selection(conversation.id, head, budget, items)
+        if selection is None:
+            selection = self._full_selection(conversation.id, head, budget, items)
+        self._selection = selection
+        self._last_assembly = (key, head, selection.result)
+        return _fresh_copy(selection.result)
+
+    def _full_selection(
+        self, conversation_id: int, head: list[Message], budget: int, items: list[ContextItem]
+    ) -> _Selection:
+        """Expand, render, shorten the task and fit the budget from scratch."""
         if budget < 1 << 61:
             self._room = max(1, budget - self._addition_tokens - _count_head(head, self.context))
-            items = self._expanded(items, budget)
-        rendered = self._render(items)
-        self._shorten_task(items, rendered, budget)
+            expanded = self._expanded(items, budget)
+        else:
+            expanded = items
+        rendered = self._render(expanded)
+        shortened = self._shorten_task(expanded, rendered, budget)
         summaries = {
-            id(m): i.ref_id for m, i in zip(rendered, items, strict=True) if i.kind == "summary"
+            id(m): i.ref_id for m, i in zip(rendered, expanded, strict=True) if i.kind == "summary"
         }
         role = self.settings.summary_role
         sent_summaries: list[int] = []
@@ -427,29 +446,96 @@ class LcmEngine(ContextEngine):
             sent_summaries[:] = [summaries[id(m)] for m in kept if id(m) in summaries]
             return merge_leading(kept, lambda m: id(m) in summaries, role, self._join_summaries)
 
-        messages, tokens = fit_to_budget(
+        task = pinned_task(expanded)
+        fit = fit_to_budget(
             head,
             rendered,
             [self._rendered_tokens[id(m)] for m in rendered],
             budget - self._addition_tokens,
             self._exact_count,
             finalize,
-            task=pinned_task(items),
+            task=task,
         )
         covers: list[str | tuple[str, str]] = [
             span for s in sent_summaries if (span := self._summary_span(s)) is not None
         ]
-        # Built from our own rendered messages and counts: validating them again (every
-        # message dict of every request) was a sixth of this method; the host checks the
-        # selection it gets in any case.
-        result = AssembleResult.model_construct(
-            messages=messages,
-            estimated_tokens=tokens,
-            system_prompt_addition=system_prompt_addition(bool(covers)),
-            covers=covers,
+        return _Selection(
+            conversation_id,
+            budget,
+            head,
+            items,
+            sum(i.token_count for i in items),
+            self._expansion,
+            rendered,
+            task,
+            shortened,
+            fit,
+            _result(fit, covers),
         )
-        self._last_assembly = (key, head, result)
-        return _fresh_copy(result)
+
+    def _extended_selection(
+        self, conversation_id: int, head: list[Message], budget: int, items: list[ContextItem]
+    ) -> _Selection | None:
+        """The last selection plus the messages appended since, when that is what the full
+        path would give (see :func:`extend_fit`): the same request head and budget, the held
+        items extended by appends only, the same summaries opened, the task unchanged or a
+        new one that needs no shortening, an additive counter; None otherwise."""
+        last = self._selection
+        if (
+            last is None
+            or last.conversation_id != conversation_id
+            or last.budget != budget
+            or budget >= 1 << 61
+            or len(items) <= len(last.items)
+            or last.head != head
+            or not self._additive()
+            or items[: len(last.items)] != last.items
+        ):
+            return None
+        new_items = items[len(last.items) :]
+        if any(i.kind != "message" for i in new_items):
+            return None
+        item_tokens = last.item_tokens + sum(i.token_count for i in new_items)
+        if not self._expansion_holds(last.expansion, item_tokens, budget):
+            return None
+        task = pinned_task(new_items)
+        task = last.task if task is None else len(last.rendered) + task
+        if task != last.task and last.shortened:
+            return None
+        appended = self._render_appended(new_items)
+        rendered = last.rendered + appended
+        if task != last.task and self._needs_shortening(rendered[task], budget):
+            return None
+        fit = extend_fit(
+            last.fit,
+            head,
+            appended,
+            sum(self._rendered_tokens[id(m)] for m in appended),
+            budget - self._addition_tokens,
+        )
+        if fit is None:
+            return None
+        result = _result(fit, list(last.result.covers))
+        return _Selection(
+            conversation_id,
+            budget,
+            head,
+            items,
+            item_tokens,
+            last.expansion,
+            rendered,
+            task,
+            last.shortened,
+            fit,
+            result,
+        )
+
+    def _expansion_holds(self, expansion: Any, item_tokens: int, budget: int) -> bool:
+        """Whether :meth:`_expanded` keeps ``expansion`` for items of ``item_tokens`` whose
+        summaries it was chosen for (the same test, on the sum it would take)."""
+        if expansion is None or expansion is not self._expansion:
+            return False
+        return expansion[2] <= max(self._expansion_room(item_tokens, budget), 0)
 
     def _expanded(self, items: list[ContextItem], budget: int) -> list[ContextItem]:
         """The items with condensed summaries opened into their sources as far as the
@@ -457,9 +543,7 @@ class LcmEngine(ContextEngine):
         compaction each turn), up to ``summary_budget_fraction`` of the budget; a margin
         of ``EXPAND_MARGIN`` of the budget is left for what the count here does not see
         (tool schemas, the stored counts' placeholder ids)."""
-        ceiling = min(self._compaction_threshold() or self._room, self._room)
-        spare = ceiling - sum(i.token_count for i in items) - int(budget * EXPAND_MARGIN)
-        room = min(spare, int(budget * self.settings.summary_budget_fraction))
+        room = self._expansion_room(sum(i.token_count for i in items), budget)
         summaries = [i for i in items if i.kind == "summary"]
         key = tuple(i.ref_id for i in summaries)
         held = self._expansion
@@ -478,6 +562,12 @@ class LcmEngine(ContextEngine):
             for shown in (opened.get(i.ref_id, [i]) if i.kind == "summary" else [i])
         ]
 
+    def _expansion_room(self, item_tokens: int, budget: int) -> int:
+        """The extra tokens opened summaries may take next to items of ``item_tokens``."""
+        ceiling = min(self._compaction_threshold() or self._room, self._room)
+        spare = ceiling - item_tokens - int(budget * EXPAND_MARGIN)
+        return min(spare, int(budget * self.settings.summary_budget_fraction))
+
     def _summary_sources(self, item: ContextItem) -> list[ContextItem]:
         """A condensed summary's source summaries as context items (cached: never change)."""
         if item.ref_id not in self._sources:
@@ -491,18 +581,19 @@ class LcmEngine(ContextEngine):
             ]
         return self._sources[item.ref_id]
 
-    def _shorten_task(self, items: list[ContextItem], rendered: list[Message], budget: int) -> None:
+    def _shorten_task(self, items: list[ContextItem], rendered: list[Message], budget: int) -> bool:
         """Swap in a shortened copy of the task (the newest user message) when it takes more
-        than a quarter of the budget: head and tail verbatim, a marked summary between."""
+        than a quarter of the budget: head and tail verbatim, a marked summary between.
+        Returns whether it did."""
         if budget >= 1 << 61:
-            return
+            return False
         index = pinned_task(items)
         if index is None:
-            return
+            return False
         message = rendered[index]
+        if not self._needs_shortening(message, budget):
+            return False
         limit = task_limit(budget - (self._addition_tokens or 0))
-        if self._rendered_tokens[id(message)] <= limit:
-            return
         key = (message.get("message_uid"), limit)
         if key not in self._shortened:
             summarize = summarize_with(self.context.summarize)
@@ -512,6 +603,12 @@ class LcmEngine(ContextEngine):
         shortened = self._shortened[key]
         rendered[index] = shortened
         self._rendered_tokens[id(shortened)] = self.context.count_tokens(shortened)
+        return True
+
+    def _needs_shortening(self, task: Message, budget: int) -> bool:
+        """Whether the rendered task message takes more than its share of ``budget``."""
+        limit = task_limit(budget - (self._addition_tokens or 0))
+        return self._rendered_tokens[id(task)] > limit
 
     def _summary_span(self, summary_id: int) -> tuple[str, str] | None:
         """The uids of the first and last message a summary covers (cached: spans never change)."""
@@ -591,6 +688,20 @@ class LcmEngine(ContextEngine):
         self._rendered_tokens = counts
         return [cache[k] for k in keys]
 
+    def _render_appended(self, items: list[ContextItem]) -> list[Message]:
+        """The messages of context items appended after the last request (messages only),
+        their counts added to the current ones: :meth:`_render` for a tail whose summaries
+        and earlier messages are rendered and counted already."""
+        cache = self._rendered
+        missing = [i.ref_id for i in items if ("message", i.ref_id) not in cache]
+        preview = self.settings.large_output_preview_chars
+        for message_id, stored in self.store.messages_by_id(missing).items():
+            cache[("message", message_id)] = context_message(stored, preview)
+        rendered = [cache[("message", i.ref_id)] for i in items]
+        for message, item in zip(rendered, items, strict=True):
+            self._rendered_tokens[id(message)] = item.token_count
+        return rendered
+
     def _forget_rendered(self, current: set[tuple[str, int]]) -> None:
         """Drop the rendered messages that left the context (a message that did never comes
         back: it is under a summary now) and the summaries past ``RENDERED_SUMMARIES_KEPT``
@@ -625,11 +736,15 @@ class LcmEngine(ContextEngine):
     def _exact_count(self, messages: list[Message]) -> int:
         """``context.count_tokens(messages)``, from per-message counts when the counter is
         additive (checked once), so unchanged messages are not tokenized again."""
-        if self._list_overhead is False:
-            self._list_overhead = _measure_list_overhead(self.context.count_tokens)
-        if self._list_overhead is None:
+        if not self._additive():
             return self.context.count_tokens(messages)
         return sum(self._message_tokens(m) for m in messages) + self._list_overhead
+
+    def _additive(self) -> bool:
+        """Whether a list's count is its messages' counts plus a constant (measured once)."""
+        if self._list_overhead is False:
+            self._list_overhead = _measure_list_overhead(self.context.count_tokens)
+        return self._list_overhead is not None
 
     # Storing messages.
 
@@ -898,8 +1013,44 @@ def _count_head(head: list[Message], context: EngineContext) -> int:
 
 
 def _fresh_copy(result: AssembleResult) -> AssembleResult:
-    """An equal result whose list and dicts the host may modify freely."""
-    return result.model_copy(update={"messages": [dict(m) for m in result.messages]})
+    """An equal result whose lists and dicts the host may modify freely (``map``: a third
+    cheaper than a comprehension, for the ~75 messages of every request)."""
+    return result.model_copy(
+        update={"messages": list(map(dict, result.messages)), "covers": list(result.covers)}
+    )
+
+
+def _result(fit: Fit, covers: list[str | tuple[str, str]]) -> AssembleResult:
+    """The result of a fit. Built from our own rendered messages and counts: validating them
+    again (every message dict of every request) was a sixth of ``select_context``; the host
+    checks the selection it gets in any case."""
+    return AssembleResult.model_construct(
+        messages=fit.messages,
+        estimated_tokens=fit.tokens,
+        system_prompt_addition=system_prompt_addition(bool(covers)),
+        covers=covers,
+    )
+
+
+@dataclass(slots=True)
+class _Selection:
+    """One request's assembly and what it was made from: the next request extends it when
+    only messages were appended in between (:meth:`LcmEngine._extended_selection`)."""
+
+    conversation_id: int
+    budget: int
+    head: list[Message]
+    #: The active context as held (before summaries were opened), and their stored counts.
+    items: list[ContextItem]
+    item_tokens: int
+    #: The engine's expansion choice when it was made (``LcmEngine._expansion``).
+    expansion: tuple[tuple[int, ...], dict[int, list[ContextItem]], int] | None
+    #: The rendered messages of the items as opened, the task shortened if it was.
+    rendered: list[Message]
+    task: int | None
+    shortened: bool
+    fit: Fit
+    result: AssembleResult
 
 
 def _standalone_context() -> EngineContext:
