@@ -416,8 +416,6 @@ class LcmEngine(ContextEngine):
         items = self._context_items(conversation)
         if not items:
             return None
-        if self._addition_tokens is None:
-            self._addition_tokens = self.context.count_tokens(SYSTEM_PROMPT_ADDITION)  # the longer
         selection = self._extended_selection(conversation.id, head, budget, items)
         if selection is None:
             selection = self._full_selection(conversation.id, head, budget, items)
@@ -430,7 +428,7 @@ class LcmEngine(ContextEngine):
     ) -> _Selection:
         """Expand, render, shorten the task and fit the budget from scratch."""
         if budget < 1 << 61:
-            self._room = max(1, budget - self._addition_tokens - _count_head(head, self.context))
+            self._room = max(1, budget - self._addition_cost() - _count_head(head, self.context))
             expanded = self._expanded(items, budget)
         else:
             expanded = items
@@ -451,7 +449,7 @@ class LcmEngine(ContextEngine):
             head,
             rendered,
             [self._rendered_tokens[id(m)] for m in rendered],
-            budget - self._addition_tokens,
+            budget - self._addition_cost(),
             self._exact_count,
             finalize,
             task=task,
@@ -504,14 +502,18 @@ class LcmEngine(ContextEngine):
             return None
         appended = self._render_appended(new_items)
         rendered = last.rendered + appended
-        if task != last.task and self._needs_shortening(rendered[task], budget):
+        if (
+            task is not None
+            and task != last.task
+            and self._needs_shortening(rendered[task], budget)
+        ):
             return None
         fit = extend_fit(
             last.fit,
             head,
             appended,
             sum(self._rendered_tokens[id(m)] for m in appended),
-            budget - self._addition_tokens,
+            budget - self._addition_cost(),
         )
         if fit is None:
             return None
@@ -530,7 +532,12 @@ class LcmEngine(ContextEngine):
             result,
         )
 
-    def _expansion_holds(self, expansion: Any, item_tokens: int, budget: int) -> bool:
+    def _expansion_holds(
+        self,
+        expansion: tuple[tuple[int, ...], dict[int, list[ContextItem]], int] | None,
+        item_tokens: int,
+        budget: int,
+    ) -> bool:
         """Whether :meth:`_expanded` keeps ``expansion`` for items of ``item_tokens`` whose
         summaries it was chosen for (the same test, on the sum it would take)."""
         if expansion is None or expansion is not self._expansion:
@@ -593,7 +600,7 @@ class LcmEngine(ContextEngine):
         message = rendered[index]
         if not self._needs_shortening(message, budget):
             return False
-        limit = task_limit(budget - (self._addition_tokens or 0))
+        limit = task_limit(budget - self._addition_cost())
         key = (message.get("message_uid"), limit)
         if key not in self._shortened:
             summarize = summarize_with(self.context.summarize)
@@ -607,7 +614,7 @@ class LcmEngine(ContextEngine):
 
     def _needs_shortening(self, task: Message, budget: int) -> bool:
         """Whether the rendered task message takes more than its share of ``budget``."""
-        limit = task_limit(budget - (self._addition_tokens or 0))
+        limit = task_limit(budget - self._addition_cost())
         return self._rendered_tokens[id(task)] > limit
 
     def _summary_span(self, summary_id: int) -> tuple[str, str] | None:
@@ -736,15 +743,29 @@ class LcmEngine(ContextEngine):
     def _exact_count(self, messages: list[Message]) -> int:
         """``context.count_tokens(messages)``, from per-message counts when the counter is
         additive (checked once), so unchanged messages are not tokenized again."""
-        if not self._additive():
+        overhead = self._count_overhead()
+        if overhead is None:
             return self.context.count_tokens(messages)
-        return sum(self._message_tokens(m) for m in messages) + self._list_overhead
+        return sum(self._message_tokens(m) for m in messages) + overhead
 
     def _additive(self) -> bool:
         """Whether a list's count is its messages' counts plus a constant (measured once)."""
+        return self._count_overhead() is not None
+
+    def _count_overhead(self) -> int | None:
+        """The constant a list's count adds to its messages' counts; None when the counter is
+        not additive (measured once)."""
         if self._list_overhead is False:
             self._list_overhead = _measure_list_overhead(self.context.count_tokens)
-        return self._list_overhead is not None
+        overhead = self._list_overhead
+        return None if overhead is None or isinstance(overhead, bool) else overhead
+
+    def _addition_cost(self) -> int:
+        """Tokens of the longer system prompt addition (counted once): what a request keeps
+        free for it."""
+        if self._addition_tokens is None:
+            self._addition_tokens = self.context.count_tokens(SYSTEM_PROMPT_ADDITION)
+        return self._addition_tokens
 
     # Storing messages.
 

@@ -186,13 +186,16 @@ class LiveView:
         for m in messages:
             uid = m.get("message_uid")
             entry = by_uid.get(uid) if isinstance(uid, str) else None
-            positions.append(position[uid] if entry is not None else None)
-            if entry is not None and _says_the_same(m, entry):
-                total += entry.tokens
-                wire.append(entry.wire)
+            if entry is None or not isinstance(uid, str):
+                positions.append(None)
             else:
-                total += self._count_version(m)
-                wire.append(self.provider_copy(m))
+                positions.append(position[uid])
+                if _says_the_same(m, entry):
+                    total += entry.tokens
+                    wire.append(entry.wire)
+                    continue
+            total += self._count_version(m)
+            wire.append(self.provider_copy(m))
         return total, wire, positions
 
     def _count_version(self, message: Message) -> int:

@@ -38,6 +38,7 @@ import heapq
 import re
 from collections import Counter
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from itertools import chain, filterfalse
 from operator import itemgetter
@@ -204,7 +205,7 @@ def focus_terms(focus_topic: str | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(w for w in words if w not in _STOPWORDS))
 
 
-def _section(source: str, cues: frozenset[str], kinds: set[str]) -> str:
+def _section(source: str, cues: frozenset[str], kinds: AbstractSet[str]) -> str:
     """Where a unit belongs in the summary, from who said it and what it says."""
     if source.startswith("context"):
         return st.CONTEXT
@@ -235,7 +236,7 @@ def source_weight(source: str) -> float:
     return SOURCE_WEIGHTS.get(source.split(" ", 1)[0], default)
 
 
-_NO_KINDS: frozenset[str] = frozenset()
+_NO_KINDS: AbstractSet[str] = frozenset()
 
 
 def make_unit(
