@@ -224,6 +224,9 @@ def test_sync_engines_never_block_the_loop(store_path):
     async def main():
         async with async_host(SlowSyncEngine(), store_path) as host:
             sessions = [await host.open_session(f"slow{i}") for i in range(8)]
+            # A first turn loads the tokenizer: tiktoken builds its tables holding the GIL
+            # (~0.1 s), which would stall the loop like any CPU-bound thread, engine or not.
+            await one_turn(await host.open_session("warm-up"), "go")
             started = time.perf_counter()
             gaps: list[float] = []
 
@@ -242,7 +245,10 @@ def test_sync_engines_never_block_the_loop(store_path):
             return gaps, elapsed
 
     gaps, elapsed = asyncio.run(main())
-    assert max(gaps) < 0.04  # each engine call sleeps 50 ms, on a thread, not on the loop
+    # Each engine call sleeps 50 ms, on a thread, not on the loop: on the loop the probe
+    # would see eight such gaps. One stall is the machine's (a shared core, a busy peer).
+    stalls = [gap for gap in gaps if gap >= 0.04]
+    assert len(stalls) <= 1, stalls
     assert elapsed < 8 * 0.05 + 0.3  # the eight sessions overlapped
 
 
