@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from ctxengine_host.contract.models import AssembleResult
-from ctxengine_host.runtime.coverage import _index_runs, covered_intervals
+from ctxengine_host.runtime.coverage import _index_runs, covered_intervals, merge_spans
 from ctxengine_host.runtime.views import HeadedMessagesView, MessagesView
 
 from .engines import RecordingEngine
@@ -63,13 +63,7 @@ def test_index_runs_are_the_merged_intervals_of_single_indexes():
     rng = random.Random(7)
     for _ in range(200):
         indexes = [rng.randrange(40) for _ in range(rng.randrange(30))]
-        spans = sorted((i, i + 1) for i in indexes)
-        merged: list[tuple[int, int]] = []
-        for start, end in spans:
-            if merged and start <= merged[-1][1]:
-                merged[-1] = (merged[-1][0], max(merged[-1][1], end))
-            else:
-                merged.append((start, end))
+        merged = merge_spans([(i, i + 1) for i in indexes])
         assert _index_runs(sorted(indexes)) == merged
         assert covered_intervals([*indexes, None], [], {}.get) == merged
 

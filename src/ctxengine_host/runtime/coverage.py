@@ -37,11 +37,13 @@ def covered_intervals(
         start, end = position(first), position(last)
         if start is not None and end is not None and start <= end:
             spans.append((start, end + 1))
-    if not covers:
-        return spans
-    spans.sort()
+    return merge_spans(spans) if covers else spans
+
+
+def merge_spans(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``[start, end)`` spans, in any order, as the sorted union of disjoint spans."""
     merged: list[tuple[int, int]] = []
-    for start, end in spans:
+    for start, end in sorted(spans):
         if merged and start <= merged[-1][1]:
             merged[-1] = (merged[-1][0], max(merged[-1][1], end))
         else:
