@@ -15,7 +15,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,7 +49,15 @@ from .backend import open_lcm_store
 from .compaction import Compactor, pinned_task
 from .config import LcmConfig, namespace_for, resolve_database_path, session_key
 from .render import context_message, derived_uid, large_output_stub, summary_message, to_new_message
-from .store import Appended, ContextItem, Conversation, Grant, LcmStore, NewMessage
+from .store import (
+    Appended,
+    ContextItem,
+    Conversation,
+    Grant,
+    LcmStore,
+    NewMessage,
+    StoredMessage,
+)
 from .tools import TOOL_NAMES, TOOL_SCHEMAS, Access, ToolRunner
 
 Message = dict[str, Any]
@@ -658,9 +666,7 @@ class LcmEngine(ContextEngine):
         if held is None or held[:2] != (conversation_id, appended.version - 1):
             self._items = None
             return
-        preview = self.settings.large_output_preview_chars
-        for stored in appended.messages:
-            self._rendered[("message", stored.id)] = context_message(stored, preview)
+        self._keep_rendered(appended.messages)
         self._items = (conversation_id, appended.version, held[2] + list(appended.items))
 
     def _budget(self, budget_tokens: int, runtime_settings: Any) -> int:
@@ -677,9 +683,7 @@ class LcmEngine(ContextEngine):
         cache = self._rendered
         missing_messages = [k[1] for k in keys if k not in cache and k[0] == "message"]
         missing_summaries = [k[1] for k in keys if k not in cache and k[0] == "summary"]
-        preview = self.settings.large_output_preview_chars
-        for message_id, stored in self.store.messages_by_id(missing_messages).items():
-            cache[("message", message_id)] = context_message(stored, preview)
+        self._render_messages(missing_messages)
         role = self.settings.summary_role
         for summary_id, summary in self.store.summaries_by_id(missing_summaries).items():
             cache[("summary", summary_id)] = summary_message(summary, role)
@@ -700,14 +704,21 @@ class LcmEngine(ContextEngine):
         their counts added to the current ones: :meth:`_render` for a tail whose summaries
         and earlier messages are rendered and counted already."""
         cache = self._rendered
-        missing = [i.ref_id for i in items if ("message", i.ref_id) not in cache]
-        preview = self.settings.large_output_preview_chars
-        for message_id, stored in self.store.messages_by_id(missing).items():
-            cache[("message", message_id)] = context_message(stored, preview)
+        self._render_messages([i.ref_id for i in items if ("message", i.ref_id) not in cache])
         rendered = [cache[("message", i.ref_id)] for i in items]
         for message, item in zip(rendered, items, strict=True):
             self._rendered_tokens[id(message)] = item.token_count
         return rendered
+
+    def _render_messages(self, message_ids: list[int]) -> None:
+        """Read the stored messages ``message_ids`` and cache them as the context shows them."""
+        self._keep_rendered(self.store.messages_by_id(message_ids).values())
+
+    def _keep_rendered(self, stored_messages: Iterable[StoredMessage]) -> None:
+        """Cache stored messages as the context shows them (a stub for a large output)."""
+        preview = self.settings.large_output_preview_chars
+        for stored in stored_messages:
+            self._rendered[("message", stored.id)] = context_message(stored, preview)
 
     def _forget_rendered(self, current: set[tuple[str, int]]) -> None:
         """Drop the rendered messages that left the context (a message that did never comes
