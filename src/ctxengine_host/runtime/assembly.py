@@ -72,7 +72,7 @@ class RequestAssembler:
             budget_tokens=session.budget_tokens,
             precheck_tokens=conversation,
         )
-        if session.shape not in (None, "chat"):
+        if self._keeps_originals():
             request.originals = session.head + [e.message for e in live.entries]
         return request
 
@@ -189,11 +189,16 @@ class RequestAssembler:
             source_positions=positions,
         )
 
+    def _keeps_originals(self) -> bool:
+        """Whether requests carry their internal messages: a session shape other than chat
+        converts them for its SDK call (:meth:`ProviderRequest.provider_kwargs`)."""
+        return self.session.shape not in (None, "chat")
+
     def _originals(
         self, head: list[Message], kept: list[Message] | None, wire: list[Message]
     ) -> list[Message] | None:
         """The internal messages behind a selected request (non-chat shapes only)."""
-        if self.session.shape in (None, "chat"):
+        if not self._keeps_originals():
             return None
         if kept is None:  # an addition alone: the default request's messages
             kept = [e.message for e in self.session.live.entries]
