@@ -197,34 +197,53 @@ def occurrences(
 def _holdings(texts: Sequence[str], terms: Sequence[tuple[str, bool]]) -> list[list[bool]]:
     """Which of ``terms`` ((text, is_prefix), lowercased) each text holds exactly, one row
     per text. The texts are joined and each term's needle looked for in the lowercased
-    whole (C speed). Where it occurs, a single word needs only a non-word character (or
-    the edge) on both sides, what the regex's lookarounds test; other terms, the regex
-    anchored there. A text found holding a term is skipped to the next. The needles are
-    ASCII: lowercasing (with the two letters the regex also folds to ASCII ones, dotless
-    i and long s) then agrees with the regex's case folding, so no real match is missed.
-    A text whose lowercase changes length (positions would not line up) is matched on
-    its own, by the regexes alone."""
+    whole (C speed, :func:`_scan_joined`). The needles are ASCII: lowercasing (with the
+    two letters the regex also folds to ASCII ones, dotless i and long s) then agrees
+    with the regex's case folding, so no real match is missed. ASCII texts (most) are
+    joined apart from the others: one non-ASCII character makes a joined string wide,
+    and lowercasing and searching a wide string cost several times more. A text whose
+    lowercase changes length (positions would not line up) is matched on its own, by
+    the regexes alone."""
     patterns = [exact_pattern(text, prefix) for text, prefix in terms]
-    needles = [_needle(text) for text, _ in terms]
     held = [[False] * len(terms) for _ in texts]
-    aligned: list[int] = []
+    narrow: list[int] = []
+    wide: list[int] = []
     for index, text in enumerate(texts):
-        if text.isascii() or len(_folded(text)) == len(text):
-            aligned.append(index)
+        if text.isascii():
+            narrow.append(index)
+        elif len(_folded(text)) == len(text):
+            wide.append(index)
         else:
             held[index] = [pattern.search(text) is not None for pattern in patterns]
+    for aligned in (narrow, wide):
+        if aligned:
+            _scan_joined(texts, aligned, terms, patterns, held)
+    return held
+
+
+def _scan_joined(
+    texts: Sequence[str],
+    aligned: list[int],
+    terms: Sequence[tuple[str, bool]],
+    patterns: list[re.Pattern[str]],
+    held: list[list[bool]],
+) -> None:
+    """Mark in ``held`` the terms the ``aligned`` texts hold, found in their lowercased
+    join. Where a term's needle occurs, a single word needs only a non-word character (or
+    the edge) on both sides, what the regex's lookarounds test; other terms, the regex
+    anchored there. A text found holding a term is skipped to the next."""
     joined = "\n".join(texts[i] for i in aligned)  # a non-word separator: no word spans two
     lowered = _folded(joined)
     starts, offset = [], 0
     for index in aligned:
         starts.append(offset)
         offset += len(texts[index]) + 1
-    for column, (pattern, needle) in enumerate(zip(patterns, needles, strict=True)):
+    for column, ((text, prefix), pattern) in enumerate(zip(terms, patterns, strict=True)):
+        needle = _needle(text)
         if needle is None:
             for index in aligned:
                 held[index][column] = pattern.search(texts[index]) is not None
             continue
-        text, prefix = terms[column]
         word = not prefix and needle == text
         at = lowered.find(needle)
         while at >= 0:
@@ -241,7 +260,6 @@ def _holdings(texts: Sequence[str], terms: Sequence[tuple[str, bool]]) -> list[l
                 at = lowered.find(needle, end + 1)
             else:
                 at = lowered.find(needle, at + 1)
-    return held
 
 
 def _is_word(character: str) -> bool:
