@@ -31,13 +31,17 @@ def test_pinning_reaches_threads_started_before_and_is_undone() -> None:
         with on_one_core():
             seen["caller"] = os.sched_getaffinity(0)
             seen["worker"] = os.sched_getaffinity(worker.native_id)
+            policies = {os.sched_getscheduler(0), os.sched_getscheduler(worker.native_id)}
         seen["worker after"] = os.sched_getaffinity(worker.native_id)
+        policies_after = {os.sched_getscheduler(0), os.sched_getscheduler(worker.native_id)}
     finally:
         release.set()
         worker.join()
     assert len(seen["caller"]) == 1 and seen["worker"] == seen["caller"]
     assert os.sched_getaffinity(0) == ALLOWED
     assert seen["worker after"] == ALLOWED
+    assert policies == {os.SCHED_BATCH}, "a woken thread would preempt the GIL's holder"
+    assert policies_after == {os.SCHED_OTHER}
 
 
 def test_disabled_changes_nothing() -> None:
