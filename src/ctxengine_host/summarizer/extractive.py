@@ -275,18 +275,23 @@ def sketch_unit(
     and is never scored (:func:`score_unit`): most tool lines, whose shape (log, code,
     listing) need not be read then."""
     found, cues, words, keys = extract(text)
-    kinds = set(map(itemgetter(0), found)) if found else _NO_KINDS
     tool = source.startswith("tool")
     if weight is None:
         weight = source_weight(source)
-    ceiling = _plain_base(text, source, weight, cues, terms)
-    gain = sum(map(IDENT_WEIGHTS.__getitem__, map(itemgetter(0), found))) if found else 0.0
-    if tool:
-        if kinds & KEY_VALUE_KINDS:
+    # Most units have no cue and there is no focus: their plain base is their weight.
+    ceiling = _plain_base(text, source, weight, cues, terms) if cues or terms else weight
+    kinds: AbstractSet[str]
+    if found:
+        kinds = set(map(itemgetter(0), found))
+        gain = sum(map(IDENT_WEIGHTS.__getitem__, map(itemgetter(0), found)))
+        if tool and kinds & KEY_VALUE_KINDS:
             ceiling += KEY_VALUE_BONUS
-        if leading_exception(text):
-            gain += IDENT_WEIGHTS["exception"]
-    ceiling += min(gain, MAX_IDENT_GAIN)
+    else:
+        kinds, gain = _NO_KINDS, 0.0
+    if tool and leading_exception(text):
+        gain += IDENT_WEIGHTS["exception"]
+    if gain:
+        ceiling += min(gain, MAX_IDENT_GAIN)
     cost = estimate_tokens(text) + 3 + (len(source) + 5 if tool else 0)
     # Positional: a slots dataclass is built faster so, and there is one per unit.
     return Unit(
