@@ -554,17 +554,21 @@ def select_units(
     for index, unit in enumerate(units):
         if unit.pinned and used + unit.cost <= task_budget:
             take(index)
-    last = max(1, units[-1].order)
-    # Newer units rank a little higher per token; recency never makes a unit eligible.
-    scale = [(1.0 + 0.3 * max(0, u.order) / last) / (u.cost / 40.0 + 1.0) for u in units]
     picked = set(chosen)
     # A unit's value only falls, so one already under its bar is never taken: left out
-    # (most tool lines), it is not popped and valued again.
-    heap = [
-        (-value * scale[i], i)
+    # (most tool lines), it is not popped and valued again, nor given a scale.
+    values = {
+        i: value
         for i, u in enumerate(units)
         if i not in picked and (value := _value(u, covered)) >= u.min_value
-    ]
+    }
+    last = max(1, units[-1].order)
+    # Newer units rank a little higher per token; recency never makes a unit eligible.
+    scale = {
+        i: (1.0 + 0.3 * max(0, units[i].order) / last) / (units[i].cost / 40.0 + 1.0)
+        for i in values
+    }
+    heap = [(-value * scale[i], i) for i, value in values.items()]
     heapq.heapify(heap)
     while heap:
         _, index = heapq.heappop(heap)
