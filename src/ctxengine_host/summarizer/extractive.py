@@ -161,6 +161,7 @@ class Unit:
     pinned: bool = False  # the task: kept first, within TASK_SHARE of the budget
     found: tuple[tuple[str, str], ...] = ()  # (kind, value) identifiers of the text
     weight: float = 0.0  # of its source, or the one its caller gave
+    sketched: bool = False  # valued at its ceiling, not scored: under its bar (collect)
 
     @property
     def min_value(self) -> float:
@@ -311,6 +312,7 @@ def sketch_unit(
         False,
         found,
         weight,
+        True,
     )
 
 
@@ -356,6 +358,7 @@ def score_unit(unit: Unit, terms: tuple[str, ...]) -> None:
     elif source == "assistant" and _NARRATION_RE.match(text):
         base -= NARRATION_PENALTY
     unit.base = base
+    unit.sketched = False
     if found:
         unit.idents = tuple(
             dict.fromkeys((value.lower().strip("`"), IDENT_WEIGHTS[kind]) for kind, value in found)
@@ -556,11 +559,11 @@ def select_units(
             take(index)
     picked = set(chosen)
     # A unit's value only falls, so one already under its bar is never taken: left out
-    # (most tool lines), it is not popped and valued again, nor given a scale.
+    # (most tool lines, never scored), it is not popped and valued again, nor given a scale.
     values = {
         i: value
         for i, u in enumerate(units)
-        if i not in picked and (value := _value(u, covered)) >= u.min_value
+        if not u.sketched and i not in picked and (value := _value(u, covered)) >= u.min_value
     }
     last = max(1, units[-1].order)
     # Newer units rank a little higher per token; recency never makes a unit eligible.
