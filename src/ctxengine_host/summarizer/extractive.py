@@ -211,6 +211,12 @@ def focus_terms(focus_topic: str | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(w for w in words if w not in _STOPWORDS))
 
 
+#: Cues that put a unit in the errors section (a set built once: sections are asked per unit).
+_ERROR_CUES = frozenset({"error", "outcome"})
+#: Identifiers too plain to make the assistant's words a key value.
+_WEAK_KINDS = frozenset({"num", "ident"})
+
+
 def _section(source: str, cues: frozenset[str], kinds: AbstractSet[str]) -> str:
     """Where a unit belongs in the summary, from who said it and what it says."""
     if source.startswith("context"):
@@ -222,7 +228,7 @@ def _section(source: str, cues: frozenset[str], kinds: AbstractSet[str]) -> str:
             return st.STATE
         return st.CONSTRAINTS if "constraint" in cues else st.TASK
     if source.startswith("tool"):
-        if cues & {"error", "outcome"}:
+        if not _ERROR_CUES.isdisjoint(cues):
             return st.ERRORS
         return st.VALUES if kinds else st.OTHER
     if source == "call":
@@ -231,9 +237,9 @@ def _section(source: str, cues: frozenset[str], kinds: AbstractSet[str]) -> str:
         return st.DECISIONS
     if "task" in cues:
         return st.STATE
-    if cues & {"error", "outcome"}:
+    if not _ERROR_CUES.isdisjoint(cues):
         return st.ERRORS
-    return st.VALUES if kinds - {"num", "ident"} else st.OTHER
+    return st.VALUES if kinds - _WEAK_KINDS else st.OTHER
 
 
 def source_weight(source: str) -> float:
