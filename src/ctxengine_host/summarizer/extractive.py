@@ -182,14 +182,18 @@ def _norm(text: str) -> str:
 def split_units(text: str, max_chars: int) -> list[str]:
     """Cut text into sentences or lines no longer than ``max_chars``."""
     units: list[str] = []
+    whole = min(80, max_chars)  # a line this short is a unit as it is (most lines are)
     for line in text.splitlines():
         line = line.strip()
         if (
             not line
             or line.startswith("```")
             or not any(map(str.isalnum, line))
-            or _TAG_LINE_RE.match(line)
+            or (line[0] == "<" and _TAG_LINE_RE.match(line))
         ):
+            continue
+        if len(line) <= whole:
+            units.append(line)
             continue
         for sentence in _SENTENCE_SPLIT_RE.split(line) if len(line) > 80 else (line,):
             sentence = sentence.strip()
