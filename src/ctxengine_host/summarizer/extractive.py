@@ -108,6 +108,9 @@ COVERED_RARE_SHARE = 0.3
 RARE_DF_SHARE = 0.001
 #: Lines that look like logs, grep hits or code carry little a later turn needs.
 MACHINE_LINE_PENALTY = 0.8
+#: A sketched unit's ceiling sums its identifiers' weights in another order than its value
+#: will: one within this of its bar is scored, whatever the rounding.
+CEILING_SLACK = 1e-9
 
 _SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[`])")
 _TAG_LINE_RE = re.compile(r"^</?[\w-]+>$")
@@ -156,6 +159,9 @@ class Unit:
     group: int = 0  # the message (or previous-summary line) the unit comes from
     cues: frozenset[str] = frozenset()
     pinned: bool = False  # the task: kept first, within TASK_SHARE of the budget
+    found: tuple[tuple[str, str], ...] = ()  # (kind, value) identifiers of the text
+    weight: float = 0.0  # of its source, or the one its caller gave
+    sketched: bool = False  # valued at its ceiling, not scored: under its bar (collect)
 
     @property
     def min_value(self) -> float:
@@ -176,14 +182,18 @@ def _norm(text: str) -> str:
 def split_units(text: str, max_chars: int) -> list[str]:
     """Cut text into sentences or lines no longer than ``max_chars``."""
     units: list[str] = []
+    whole = min(80, max_chars)  # a line this short is a unit as it is (most lines are)
     for line in text.splitlines():
         line = line.strip()
         if (
             not line
             or line.startswith("```")
             or not any(map(str.isalnum, line))
-            or _TAG_LINE_RE.match(line)
+            or (line[0] == "<" and _TAG_LINE_RE.match(line))
         ):
+            continue
+        if len(line) <= whole:
+            units.append(line)
             continue
         for sentence in _SENTENCE_SPLIT_RE.split(line) if len(line) > 80 else (line,):
             sentence = sentence.strip()
@@ -205,6 +215,12 @@ def focus_terms(focus_topic: str | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(w for w in words if w not in _STOPWORDS))
 
 
+#: Cues that put a unit in the errors section (a set built once: sections are asked per unit).
+_ERROR_CUES = frozenset({"error", "outcome"})
+#: Identifiers too plain to make the assistant's words a key value.
+_WEAK_KINDS = frozenset({"num", "ident"})
+
+
 def _section(source: str, cues: frozenset[str], kinds: AbstractSet[str]) -> str:
     """Where a unit belongs in the summary, from who said it and what it says."""
     if source.startswith("context"):
@@ -216,7 +232,7 @@ def _section(source: str, cues: frozenset[str], kinds: AbstractSet[str]) -> str:
             return st.STATE
         return st.CONSTRAINTS if "constraint" in cues else st.TASK
     if source.startswith("tool"):
-        if cues & {"error", "outcome"}:
+        if not _ERROR_CUES.isdisjoint(cues):
             return st.ERRORS
         return st.VALUES if kinds else st.OTHER
     if source == "call":
@@ -225,9 +241,9 @@ def _section(source: str, cues: frozenset[str], kinds: AbstractSet[str]) -> str:
         return st.DECISIONS
     if "task" in cues:
         return st.STATE
-    if cues & {"error", "outcome"}:
+    if not _ERROR_CUES.isdisjoint(cues):
         return st.ERRORS
-    return st.VALUES if kinds - {"num", "ident"} else st.OTHER
+    return st.VALUES if kinds - _WEAK_KINDS else st.OTHER
 
 
 def source_weight(source: str) -> float:
@@ -250,11 +266,70 @@ def make_unit(
 ) -> Unit:
     """Score one unit (all but the parts that depend on coverage and word rarity);
     ``weight`` replaces the source's weight (:func:`source_weight`)."""
+    unit = sketch_unit(text, source, order, terms, from_previous, section, weight)
+    score_unit(unit, terms)
+    return unit
+
+
+def sketch_unit(
+    text: str,
+    source: str,
+    order: int,
+    terms: tuple[str, ...],
+    from_previous: bool = False,
+    section: str | None = None,
+    weight: float | None = None,
+) -> Unit:
+    """A unit with what word rarity, duplicates, supersession and sections need, valued at
+    its ceiling: the most its shape and identifiers can add is in its base, it has no
+    identifiers yet. Under its bar even with its rare words counted, it cannot be chosen
+    and is never scored (:func:`score_unit`): most tool lines, whose shape (log, code,
+    listing) need not be read then."""
     found, cues, words, keys = extract(text)
-    kinds = set(map(itemgetter(0), found)) if found else _NO_KINDS
     tool = source.startswith("tool")
     if weight is None:
         weight = source_weight(source)
+    # Most units have no cue and there is no focus: their plain base is their weight.
+    ceiling = _plain_base(text, source, weight, cues, terms) if cues or terms else weight
+    kinds: AbstractSet[str]
+    if found:
+        kinds = set(map(itemgetter(0), found))
+        gain = sum(map(IDENT_WEIGHTS.__getitem__, map(itemgetter(0), found)))
+        if tool and kinds & KEY_VALUE_KINDS:
+            ceiling += KEY_VALUE_BONUS
+    else:
+        kinds, gain = _NO_KINDS, 0.0
+    if tool and leading_exception(text):
+        gain += IDENT_WEIGHTS["exception"]
+    if gain:
+        ceiling += min(gain, MAX_IDENT_GAIN)
+    cost = estimate_tokens(text) + 3 + (len(source) + 5 if tool else 0)
+    # Positional: a slots dataclass is built faster so, and there is one per unit.
+    return Unit(
+        text,
+        source,
+        order,
+        ceiling,
+        (),
+        words,
+        keys,
+        section or _section(source, cues, kinds),
+        cost,
+        from_previous,
+        (),
+        0,
+        cues,
+        False,
+        found,
+        weight,
+        True,
+    )
+
+
+def _plain_base(
+    text: str, source: str, weight: float, cues: frozenset[str], terms: tuple[str, ...]
+) -> float:
+    """A unit's base from its source, cue words and the focus topic (its shape aside)."""
     base = weight + sum(map(CUE_WEIGHTS.__getitem__, cues)) if cues else weight
     if source != "user" and "constraint" in cues:
         base -= CUE_WEIGHTS["constraint"] / 2
@@ -262,7 +337,18 @@ def make_unit(
         lowered = text.lower()
         hits = sum(1 for term in terms if term in lowered)
         base += 3.0 * hits / len(terms)
-    if not found and not cues and len(text.split()) <= 3:
+    return base
+
+
+def score_unit(unit: Unit, terms: tuple[str, ...]) -> None:
+    """Give a sketched unit (:func:`sketch_unit`) its base and identifiers: the line's shape
+    (too short, a log or code line, few letters, a listing row, a traceback's last line, a
+    short ``key: value``, narration) and the identifiers it carries."""
+    text, source, weight, found = unit.text, unit.source, unit.weight, unit.found
+    kinds = set(map(itemgetter(0), found)) if found else _NO_KINDS
+    tool = source.startswith("tool")
+    base = _plain_base(text, source, weight, unit.cues, terms)
+    if not found and not unit.cues and len(text.split()) <= 3:
         base -= weight / 2  # "ok thanks": too short to carry anything
     if _MACHINE_LINE_RE.match(text):
         base -= MACHINE_LINE_PENALTY
@@ -281,30 +367,12 @@ def make_unit(
         base += KEY_VALUE_BONUS
     elif source == "assistant" and _NARRATION_RE.match(text):
         base -= NARRATION_PENALTY
-    idents = (
-        tuple(
+    unit.base = base
+    unit.sketched = False
+    if found:
+        unit.idents = tuple(
             dict.fromkeys((value.lower().strip("`"), IDENT_WEIGHTS[kind]) for kind, value in found)
         )
-        if found
-        else ()
-    )
-    cost = estimate_tokens(text) + 3 + (len(source) + 5 if tool else 0)
-    # Positional: a slots dataclass is built faster so, and there is one per unit.
-    return Unit(
-        text,
-        source,
-        order,
-        base,
-        idents,
-        words,
-        keys,
-        section or _section(source, cues, kinds),
-        cost,
-        from_previous,
-        (),
-        0,
-        cues,
-    )
 
 
 def _parsed_units(
@@ -331,7 +399,7 @@ def _parsed_units(
         opening, opening_seen = in_task and not opening_seen, opening_seen or in_task
         weight = CARRIED_REQUEST_WEIGHT if in_task and not opening else None
         for piece in split_units(line.text, _unit_chars(line.source, max_chars)):
-            unit = make_unit(
+            unit = sketch_unit(
                 piece, line.source, first + len(units), terms, previous, line.section, weight
             )
             unit.group = -1 - first - len(units)
@@ -376,7 +444,7 @@ def _content_units(
         section = st.FILES if source == "call" and last_paths else None
         weight = source_weight(source)
         for number, piece in enumerate(pieces):
-            unit = make_unit(piece, source, first + len(units), terms, False, section, weight)
+            unit = sketch_unit(piece, source, first + len(units), terms, False, section, weight)
             unit.group = group
             unit.pinned = group == task_group and number < TASK_UNITS
             units.append(unit)
@@ -420,7 +488,8 @@ def collect(
     sets to another value is dropped (superseded), and so is an open item a later
     outcome closed. A word is rare when it occurs in few units of the new content:
     the previous summary's own words do not count, so its facts stay rare while new
-    content does not repeat them.
+    content does not repeat them. Only a unit that can clear its bar with its rare words
+    (and the task's opening) is scored; the rest keep their ceiling, under the bar.
     """
     terms = focus_terms(focus_topic)
     ledger = FileLedger()
@@ -448,6 +517,10 @@ def collect(
     common = {word for word, n in frequency.items() if n > rare_df}
     for unit in kept:
         unit.rare = tuple(filterfalse(common.__contains__, unit.words))
+        # A sketch's value (:func:`_value` with nothing covered, inlined): its ceiling.
+        ceiling = unit.base + min(RARE_WEIGHT * len(unit.rare), MAX_RARE_GAIN)
+        if unit.pinned or ceiling >= unit.min_value - CEILING_SLACK:
+            score_unit(unit, terms)
     return kept, ledger
 
 
@@ -494,17 +567,21 @@ def select_units(
     for index, unit in enumerate(units):
         if unit.pinned and used + unit.cost <= task_budget:
             take(index)
-    last = max(1, units[-1].order)
-    # Newer units rank a little higher per token; recency never makes a unit eligible.
-    scale = [(1.0 + 0.3 * max(0, u.order) / last) / (u.cost / 40.0 + 1.0) for u in units]
     picked = set(chosen)
     # A unit's value only falls, so one already under its bar is never taken: left out
-    # (most tool lines), it is not popped and valued again.
-    heap = [
-        (-value * scale[i], i)
+    # (most tool lines, never scored), it is not popped and valued again, nor given a scale.
+    values = {
+        i: value
         for i, u in enumerate(units)
-        if i not in picked and (value := _value(u, covered)) >= u.min_value
-    ]
+        if not u.sketched and i not in picked and (value := _value(u, covered)) >= u.min_value
+    }
+    last = max(1, units[-1].order)
+    # Newer units rank a little higher per token; recency never makes a unit eligible.
+    scale = {
+        i: (1.0 + 0.3 * max(0, units[i].order) / last) / (units[i].cost / 40.0 + 1.0)
+        for i in values
+    }
+    heap = [(-value * scale[i], i) for i, value in values.items()]
     heapq.heapify(heap)
     while heap:
         _, index = heapq.heappop(heap)
