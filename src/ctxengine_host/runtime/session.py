@@ -379,18 +379,21 @@ class Session:
         (text blocks after them are kept as a user message); in ``responses`` the
         ``function_call_output`` items.
         """
-        batch = self._read_input(list(messages))
-        for index, message in enumerate(batch):
-            if (
-                isinstance(message, dict)
-                and message.get("role") != "tool"
-                and not _rides_with_tool_results(message)
-            ):
-                raise ValidityError(
-                    f"tool result {index} has role {message.get('role')!r}; tool results "
-                    "have role 'tool' and a 'tool_call_id'"
-                )
-        self.add_messages(batch)
+        with self._working():
+            batch = self._read_input(list(messages))
+            for index, message in enumerate(batch):
+                if (
+                    isinstance(message, dict)
+                    and message.get("role") != "tool"
+                    and not _rides_with_tool_results(message)
+                ):
+                    raise ValidityError(
+                        f"tool result {index} has role {message.get('role')!r}; tool results "
+                        "have role 'tool' and a 'tool_call_id'"
+                    )
+            self._check_open()
+            # Stored as add_messages() stores them, without reading them a second time.
+            self._append(batch, origin="input")
 
     def _append(self, batch: list[Message], origin: str, *, ingest: bool = True) -> list[LiveEntry]:
         """Store what ``batch`` holds that is new, then (``ingest``) hand it to the engine."""
