@@ -577,6 +577,8 @@ class SQLiteTranscriptStore:
 #: The body column's text, as ``json.dumps(body, ensure_ascii=False, default=str)`` writes it,
 #: without building an encoder per row (one row per message the host stores).
 _body_json = json_dumper()
+#: The uid columns' text, as ``json.dumps(uids)`` writes it (its encoder is built per call).
+_uids_json = json_dumper(ensure_ascii=True, strict=True)
 
 
 def message_row_values(
@@ -596,8 +598,8 @@ def message_row_values(
         str(body.get("role", "")),
         _body_json(body),
         digest,
-        json.dumps(absorbed) if absorbed else None,
-        json.dumps(call_uids) if call_uids else None,
+        _uids_json(absorbed) if absorbed else None,
+        _uids_json(call_uids) if call_uids else None,
         message.get("_tool_call_uid"),
         origin,
         now,
