@@ -21,13 +21,17 @@ except ImportError:  # a Python without the C accelerator: json's own encoder
     make_encoder = None  # type: ignore[assignment,misc]
 
 
-def json_dumper(*, sort_keys: bool = False, ensure_ascii: bool = False) -> Callable[[Any], str]:
+def json_dumper(
+    *, sort_keys: bool = False, ensure_ascii: bool = False, strict: bool = False
+) -> Callable[[Any], str]:
     """A function returning ``json.dumps(value, ensure_ascii=ensure_ascii, default=str,
-    sort_keys=sort_keys)``, character for character."""
+    sort_keys=sort_keys)``, character for character; ``strict``: without ``default=str``
+    (a value JSON has no type for raises json's ``TypeError``)."""
+    default = JSONEncoder().default if strict else str
     if make_encoder is None:
-        return JSONEncoder(ensure_ascii=ensure_ascii, default=str, sort_keys=sort_keys).encode
+        return JSONEncoder(ensure_ascii=ensure_ascii, default=default, sort_keys=sort_keys).encode
     escape = encode_basestring_ascii if ensure_ascii else encode_basestring
-    encode = make_encoder(None, str, escape, None, ": ", ", ", sort_keys, False, True)
+    encode = make_encoder(None, default, escape, None, ": ", ", ", sort_keys, False, True)
 
     def dumps(value: Any) -> str:
         return "".join(encode(value, 0))

@@ -43,6 +43,20 @@ def test_a_key_that_is_not_text_fails_as_json_dumps_does():
         json_dumper()({(1, 2): "tuple key"})
 
 
+#: The values json.dumps writes without ``default=str``.
+PLAIN = [v for v in VALUES if not (isinstance(v, dict) and "when" in v)]
+
+
+@pytest.mark.parametrize("value", PLAIN, ids=range(len(PLAIN)))
+def test_a_strict_dumper_gives_plain_json_dumps_text(value):
+    assert json_dumper(ensure_ascii=True, strict=True)(value) == json.dumps(value)
+
+
+def test_a_strict_dumper_refuses_what_json_has_no_type_for():
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        json_dumper(strict=True)({"when": datetime(2026, 12, 3, tzinfo=UTC)})
+
+
 def _general(mapping, skip=frozenset()):
     kept = {k: v for k, v in mapping.items() if k not in skip}
     return json.dumps(kept, ensure_ascii=False, default=str, sort_keys=True).encode()

@@ -20,8 +20,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..contract.messages import strip_persistence_fields
@@ -119,6 +118,7 @@ class Session:
         self._lock = threading.RLock()
         self._depth = 0
         self._busy_since = 0.0
+        self._work = _Working(self)
         self._ended = False
         self._turn_index = turn_index
         self._bootstrapped: set[str] = set()
@@ -187,19 +187,9 @@ class Session:
 
     # ---------------------------------------------------------------- helpers
 
-    @contextmanager
-    def _working(self) -> Iterator[None]:
+    def _working(self) -> _Working:
         """Serialize a public call and add its wall time to the turn's busy time."""
-        with self._lock:
-            self._depth += 1
-            if self._depth == 1:
-                self._busy_since = time.perf_counter()
-            try:
-                yield
-            finally:
-                self._depth -= 1
-                if self._depth == 0:
-                    self.turn_stats.busy_ms += (time.perf_counter() - self._busy_since) * 1000
+        return self._work
 
     def engine_call(self, method: str, **kwargs: Any) -> Any:
         """Call the engine through the guard, adding the time to the turn's engine time."""
@@ -379,18 +369,21 @@ class Session:
         (text blocks after them are kept as a user message); in ``responses`` the
         ``function_call_output`` items.
         """
-        batch = self._read_input(list(messages))
-        for index, message in enumerate(batch):
-            if (
-                isinstance(message, dict)
-                and message.get("role") != "tool"
-                and not _rides_with_tool_results(message)
-            ):
-                raise ValidityError(
-                    f"tool result {index} has role {message.get('role')!r}; tool results "
-                    "have role 'tool' and a 'tool_call_id'"
-                )
-        self.add_messages(batch)
+        with self._working():
+            batch = self._read_input(list(messages))
+            for index, message in enumerate(batch):
+                if (
+                    isinstance(message, dict)
+                    and message.get("role") != "tool"
+                    and not _rides_with_tool_results(message)
+                ):
+                    raise ValidityError(
+                        f"tool result {index} has role {message.get('role')!r}; tool results "
+                        "have role 'tool' and a 'tool_call_id'"
+                    )
+            self._check_open()
+            # Stored as add_messages() stores them, without reading them a second time.
+            self._append(batch, origin="input")
 
     def _append(self, batch: list[Message], origin: str, *, ingest: bool = True) -> list[LiveEntry]:
         """Store what ``batch`` holds that is new, then (``ingest``) hand it to the engine."""
@@ -786,6 +779,34 @@ class Session:
 
     def __exit__(self, *exc: Any) -> None:
         self.end(reason="completed" if exc[0] is None else "error")
+
+
+class _Working:
+    """The context of a session's public call (:meth:`Session._working`): its lock, and
+    the busy time of the outermost call. One object per session, entered by every call (a
+    replay makes several per message): a ``contextmanager`` built a generator and its
+    wrapper each time."""
+
+    __slots__ = ("_session",)
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+
+    def __enter__(self) -> None:
+        session = self._session
+        session._lock.acquire()
+        session._depth += 1
+        if session._depth == 1:
+            session._busy_since = time.perf_counter()
+
+    def __exit__(self, *exc: object) -> None:
+        session = self._session
+        try:
+            session._depth -= 1
+            if session._depth == 0:
+                session.turn_stats.busy_ms += (time.perf_counter() - session._busy_since) * 1000
+        finally:
+            session._lock.release()
 
 
 def _asks_compaction(method: str, result: Any) -> bool:
