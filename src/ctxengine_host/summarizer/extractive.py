@@ -253,20 +253,13 @@ def source_weight(source: str) -> float:
 
 
 _NO_KINDS: AbstractSet[str] = frozenset()
+_NOTHING_COVERED: frozenset[str] = frozenset()
 
 
-def make_unit(
-    text: str,
-    source: str,
-    order: int,
-    terms: tuple[str, ...],
-    from_previous: bool = False,
-    section: str | None = None,
-    weight: float | None = None,
-) -> Unit:
-    """Score one unit (all but the parts that depend on coverage and word rarity);
-    ``weight`` replaces the source's weight (:func:`source_weight`)."""
-    unit = sketch_unit(text, source, order, terms, from_previous, section, weight)
+def make_unit(text: str, source: str, order: int, terms: tuple[str, ...]) -> Unit:
+    """Score one unit whatever its value (all but the parts that depend on coverage and
+    word rarity): :func:`sketch_unit` then :func:`score_unit`."""
+    unit = sketch_unit(text, source, order, terms)
     score_unit(unit, terms)
     return unit
 
@@ -517,14 +510,13 @@ def collect(
     common = {word for word, n in frequency.items() if n > rare_df}
     for unit in kept:
         unit.rare = tuple(filterfalse(common.__contains__, unit.words))
-        # A sketch's value (:func:`_value` with nothing covered, inlined): its ceiling.
-        ceiling = unit.base + min(RARE_WEIGHT * len(unit.rare), MAX_RARE_GAIN)
-        if unit.pinned or ceiling >= unit.min_value - CEILING_SLACK:
+        # A sketch's value with nothing covered is the most it can ever be worth.
+        if unit.pinned or _value(unit, _NOTHING_COVERED) >= unit.min_value - CEILING_SLACK:
             score_unit(unit, terms)
     return kept, ledger
 
 
-def _value(unit: Unit, covered: set[str], same_message: int = 0) -> float:
+def _value(unit: Unit, covered: AbstractSet[str], same_message: int = 0) -> float:
     """What choosing ``unit`` adds, given what is covered and taken from its message."""
     gain = (
         sum(weight for ident, weight in unit.idents if ident not in covered) if unit.idents else 0
@@ -688,5 +680,5 @@ def salient_lines(text: str, max_lines: int = 2, max_chars: int = 160) -> list[s
     frequency = Counter(word for unit in units for word in unit.words)
     for unit in units:
         unit.rare = tuple(w for w in unit.words if frequency[w] <= 1)
-    ranked = sorted(units, key=lambda u: -_value(u, set()))
+    ranked = sorted(units, key=lambda u: -_value(u, _NOTHING_COVERED))
     return [u.text for u in sorted(ranked[:max_lines], key=lambda u: u.order)]
