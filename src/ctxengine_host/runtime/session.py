@@ -116,8 +116,6 @@ class Session:
         self._shapes.observe(row.message for row in stored)
         self._unknown_seen: set[str] = set()
         self._lock = threading.RLock()
-        self._depth = 0
-        self._busy_since = 0.0
         self._work = _Working(self)
         self._ended = False
         self._turn_index = turn_index
@@ -632,7 +630,7 @@ class Session:
                 host_ms=max(
                     0.0,
                     stats.busy_ms
-                    + (time.perf_counter() - self._busy_since) * 1000
+                    + (time.perf_counter() - self._work.busy_since) * 1000
                     - stats.engine_ms,
                 ),
             )
@@ -787,26 +785,27 @@ class _Working:
     replay makes several per message): a ``contextmanager`` built a generator and its
     wrapper each time."""
 
-    __slots__ = ("_session",)
+    __slots__ = ("_depth", "_session", "busy_since")
 
     def __init__(self, session: Session) -> None:
         self._session = session
+        self._depth = 0  # calls entered and not left (a public call may make another)
+        self.busy_since = 0.0  # when the outermost call began
 
     def __enter__(self) -> None:
-        session = self._session
-        session._lock.acquire()
-        session._depth += 1
-        if session._depth == 1:
-            session._busy_since = time.perf_counter()
+        self._session._lock.acquire()
+        self._depth += 1
+        if self._depth == 1:
+            self.busy_since = time.perf_counter()
 
     def __exit__(self, *exc: object) -> None:
-        session = self._session
         try:
-            session._depth -= 1
-            if session._depth == 0:
-                session.turn_stats.busy_ms += (time.perf_counter() - session._busy_since) * 1000
+            self._depth -= 1
+            if self._depth == 0:
+                elapsed = time.perf_counter() - self.busy_since
+                self._session.turn_stats.busy_ms += elapsed * 1000
         finally:
-            session._lock.release()
+            self._session._lock.release()
 
 
 def _asks_compaction(method: str, result: Any) -> bool:
