@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from .search import FtsQuery
 from .store import SearchHit
@@ -218,7 +218,7 @@ def merge_candidates(
     top = max((-(h.score or 0.0) for h in found), default=0.0) or 1.0
     top_extra = max(-(h.score or 0.0) for h in fresh) or 1.0
     scale = factor * top / top_extra
-    return [*found, *(replace(h, score=(h.score or 0.0) * scale) for h in fresh)]
+    return [*found, *(h._replace(score=(h.score or 0.0) * scale) for h in fresh)]
 
 
 def synonyms_of(word: str) -> list[str]:

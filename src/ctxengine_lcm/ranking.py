@@ -23,8 +23,8 @@ import functools
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from itertools import islice
+from typing import NamedTuple
 
 from .store import SearchHit
 
@@ -38,9 +38,10 @@ _ASCII_NON_WORD = str.maketrans(
 )
 
 
-@dataclass(frozen=True)
-class RankedHit:
-    """A hit with its combined relevance (higher is better) and the hits folded under it."""
+class RankedHit(NamedTuple):
+    """A hit with its combined relevance (higher is better) and the hits folded under it
+    (a named tuple: a pool builds one per candidate, several times cheaper than a frozen
+    dataclass)."""
 
     hit: SearchHit
     relevance: float
@@ -75,23 +76,30 @@ def rerank(
     if not hits:
         return []
     alts = [list(alternatives[i]) if i < len(alternatives) else [] for i in range(len(terms))]
-    flat = [*terms, *((text, False) for group in alts for text, _ in group)]
-    holds = _holdings([h.text for h in hits], flat)
+    texts = [h.text for h in hits]
+    holds = _holdings(texts, terms)
+    # Alternatives stand in only for a term a hit lacks: those of a term every hit holds
+    # are not looked for (in a pool found by its rare words, most terms are such).
+    wanted = [i for i in range(len(terms)) if alts[i] and not all(row[i] for row in holds)]
+    others = [(text, False) for i in wanted for text, _ in alts[i]]
+    if others:
+        for row, extra in zip(holds, _holdings(texts, others), strict=True):
+            row.extend(extra)
     weights = [
         math.log((len(hits) + 1) / (sum(column) + 0.5)) for column in zip(*holds, strict=True)
     ]
     total_weight = sum(weights[: len(terms)]) or 1.0
-    # Each term's alternatives as (column in ``flat``, the weight one stands in with),
+    # Each term's alternatives as (column in ``holds``, the weight one stands in with),
     # best first: a hit that lacks the term gains the first of them it holds.
-    stand_ins: list[list[tuple[int, float]]] = []
+    stand_ins: list[list[tuple[int, float]]] = [[] for _ in terms]
     column = len(terms)
-    for i, group in enumerate(alts):
+    for i in wanted:
         values = [
             (column + n, min(weights[column + n], weights[i]) * factor)
-            for n, (_, factor) in enumerate(group)
+            for n, (_, factor) in enumerate(alts[i])
         ]
-        stand_ins.append(sorted(values, key=lambda pair: -pair[1]))
-        column += len(group)
+        stand_ins[i] = sorted(values, key=lambda pair: -pair[1])
+        column += len(alts[i])
     term_weights = list(enumerate(weights[: len(terms)]))
     scores = [_store_relevance(h) for h in hits]
     top = max(scores) or 1.0

@@ -14,7 +14,6 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -800,7 +799,7 @@ class SqliteStore(StoreCommon):
         if by_relevance and preview_chars is None:
             long_ids = [h.id for h in hits if len(h.text) >= whole_chars]
             found = self.snippets(target, fts_query, long_ids, whole_chars) if long_ids else {}
-            hits = [replace(h, text=found[h.id]) if h.id in found else h for h in hits]
+            hits = [h._replace(text=found[h.id]) if h.id in found else h for h in hits]
         return hits
 
     def match_counts(

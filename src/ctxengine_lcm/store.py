@@ -162,8 +162,10 @@ class NewSummary:
     source_ids: tuple[int, ...]
 
 
-@dataclass(frozen=True)
-class SearchHit:
+class SearchHit(NamedTuple):
+    """One match of a search (a named tuple: a search builds one per candidate, and a
+    frozen dataclass costs three times as much to build and to copy with a change)."""
+
     kind: ItemKind
     id: int
     conversation_id: int

@@ -11,7 +11,7 @@ import json
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 import regex
@@ -396,7 +396,7 @@ class ToolRunner:
         for kind in ("message", "summary"):
             of_kind = [r for r in ranked if r.hit.kind == kind]
             for group in fold_similar(of_kind, cfg.grep_fold_similarity, limit):
-                leaders.append(replace(group.hit, score=-group.relevance))
+                leaders.append(group.hit._replace(score=-group.relevance))
                 similar[(kind, group.hit.id)] = group.similar
         leaders.sort(key=lambda h: h.score or 0.0)
         shown = _messages_first(leaders, limit)
@@ -540,7 +540,7 @@ class ToolRunner:
         return [
             h
             if len(h.text) <= whole
-            else replace(h, text=snippets.get((h.kind, h.id)) or h.text[:whole] + "…")
+            else h._replace(text=snippets.get((h.kind, h.id)) or h.text[:whole] + "…")
             for h in hits
         ]
 
@@ -966,7 +966,7 @@ def _messages_first(hits: list[SearchHit], limit: int) -> list[SearchHit]:
 
 
 def _with_text(hit: SearchHit, text: str) -> SearchHit:
-    return replace(hit, text=text)
+    return hit._replace(text=text)
 
 
 def _page(
