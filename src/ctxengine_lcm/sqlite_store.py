@@ -17,7 +17,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
-from ctxengine_host.stores.sqlite_schema import SchemaTooNew, SqliteSchema, enable_wal, upgrade
+from ctxengine_host.stores.sqlite_schema import (
+    SchemaTooNew,
+    SqliteSchema,
+    checkpoint_every,
+    enable_wal,
+    upgrade,
+)
 
 from .faults import fault_point
 from .render import stored_digest
@@ -286,8 +292,6 @@ PAGE_CACHE_KIB = 16_384
 #: each page it touched (~10) whole, so 16 KiB pages cost each turn more than they save
 #: (docs/performance.md, "LCM ingest").
 NEW_FILE_PAGE_BYTES = 8_192
-#: WAL between automatic checkpoints (10,000 pages of 4 KiB, 5,000 of 8 KiB).
-WAL_CHECKPOINT_BYTES = 40_960_000
 #: FTS5 pages each index may write in one :meth:`SqliteStore.tidy_search_index`.
 TIDY_MERGE_PAGES = 400
 #: Segments of one level that a tidy-up merges (FTS5 ``usermerge``; its default is 4).
@@ -367,9 +371,7 @@ class SqliteStore(StoreCommon):
         conn.execute(f"PRAGMA cache_size=-{PAGE_CACHE_KIB}")
         # Checkpoint every ~40 MB of WAL instead of 4 MB: pages rewritten by consecutive
         # ingest batches (index and FTS segment pages) are copied back once, not per batch.
-        # SQLite counts pages: as many as make ~40 MB at this file's page size.
-        (page_bytes,) = conn.execute("PRAGMA page_size").fetchone()
-        conn.execute(f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_BYTES // page_bytes}")
+        checkpoint_every(conn)
         with self._lock:
             try:
                 upgrade(conn, LCM_SQLITE_SCHEMA, f"LCM store {self.path}")

@@ -143,3 +143,21 @@ def test_default_store_path_is_under_the_data_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("CTXENGINE_DATA_DIR", str(tmp_path / "data"))
     with ContextHost(QuietEngine(), observers=[]) as host:
         assert host.store.location == str(tmp_path / "data" / "transcripts.db")
+
+
+def test_both_sqlite_stores_checkpoint_their_wal_every_40_mb(tmp_path):
+    """Every append commits: SQLite's default checkpoint (1,000 pages) would copy the same
+    index pages back every few hundred commits; both stores wait for ~40 MB of WAL."""
+    from ctxengine_host.stores.sqlite_schema import WAL_CHECKPOINT_BYTES
+    from ctxengine_lcm.sqlite_store import SqliteStore
+
+    transcripts = SQLiteTranscriptStore(tmp_path / "transcripts.db")
+    lcm = SqliteStore(tmp_path / "lcm.db")
+    try:
+        for db in (transcripts._db, lcm._conn):
+            (pages,) = db.execute("PRAGMA wal_autocheckpoint").fetchone()
+            (page_bytes,) = db.execute("PRAGMA page_size").fetchone()
+            assert pages == WAL_CHECKPOINT_BYTES // page_bytes > 1_000
+    finally:
+        transcripts.close()
+        lcm.close()

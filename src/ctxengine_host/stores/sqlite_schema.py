@@ -96,6 +96,20 @@ def upgrade(conn: sqlite3.Connection, schema: SqliteSchema, location: str) -> tu
     return before, schema.latest
 
 
+#: WAL written between automatic checkpoints (SQLite's default is 1,000 pages: 4 MB of
+#: 4 KiB pages). A store commits often (every message or turn) and each commit rewrites the
+#: same index pages; a checkpoint copies each page back once however often it changed, so
+#: checkpoints ten times rarer copy far less (docs/performance.md).
+WAL_CHECKPOINT_BYTES = 40_960_000
+
+
+def checkpoint_every(db: sqlite3.Connection, wal_bytes: int = WAL_CHECKPOINT_BYTES) -> None:
+    """Checkpoint automatically every ``wal_bytes`` of WAL (SQLite counts pages: as many as
+    make that at this file's page size)."""
+    (page_bytes,) = db.execute("PRAGMA page_size").fetchone()
+    db.execute(f"PRAGMA wal_autocheckpoint={wal_bytes // page_bytes}")
+
+
 def enable_wal(db: sqlite3.Connection, timeout: float) -> None:
     """Switch a store file to WAL. Two processes opening the same new file race for the
     switch, and SQLite answers the loser "database is locked" at once (its busy timeout

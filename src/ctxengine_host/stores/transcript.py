@@ -29,7 +29,7 @@ from ..contract.models import PERSISTENCE_ONLY_FIELDS
 from ..faults import fault_point
 from ..json_text import json_dumper
 from ..paths import user_data_dir
-from .sqlite_schema import SchemaTooNew, SqliteSchema, enable_wal, upgrade
+from .sqlite_schema import SchemaTooNew, SqliteSchema, checkpoint_every, enable_wal, upgrade
 
 Message = dict[str, Any]
 
@@ -345,6 +345,8 @@ class SQLiteTranscriptStore:
             )
             enable_wal(self._db, timeout=30.0)
             self._db.execute("PRAGMA synchronous=NORMAL")
+            # Every append commits; ~40 MB of WAL between checkpoints, not SQLite's ~4 MB.
+            checkpoint_every(self._db)
             self._db.execute("PRAGMA foreign_keys=ON")
             with self._lock:
                 try:
