@@ -32,6 +32,9 @@ class Seeds:
     expression: str
     #: True when some operand with matches was left out (too common to fit the pool).
     skipped: bool
+    #: False when the matches fit the relevance window but not the rerank pools: the store
+    #: ranks them and keeps its best, with every match holding all the query's terms.
+    whole: bool = True
 
 
 def choose_seeds(operands: Sequence[str], counts: Sequence[int], pool: int) -> Seeds | None:

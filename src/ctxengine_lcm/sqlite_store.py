@@ -703,12 +703,13 @@ class SqliteStore(StoreCommon):
         ranks many hits and shows few asks :meth:`snippets` for the ones it shows).
 
         By relevance, bm25 ranks the newest ``relevance_window`` matches (None: every match,
-        for a caller that counted them and found them few). The matches of
-        ``all_terms`` (the query with every term required), ranked the same way over the
-        whole history, come first in the pool, so a message holding every word is a
-        candidate however old it is, however often its words recur later and however low
-        bm25 puts it (a long tool output); the caller's reranking orders the pool. Holding
-        every word is rare: that pass costs the few such matches, not the history."""
+        for a caller that counted them and found them at most a window's worth). The
+        matches that also match ``all_terms`` (the query with every term required), from
+        the whole history and ranked by the same bm25, come first in the pool, so a message
+        holding every word is a candidate however old it is, however often its words recur
+        later and however low bm25 puts it (a long tool output); the caller's reranking
+        orders the pool. Holding every word is rare: that pass costs the few such matches
+        (FTS5 seeks each word's list to the next rowid the others hold), not the history."""
         if not conversation_ids:
             return []
         if target == "messages":
@@ -762,26 +763,34 @@ class SqliteStore(StoreCommon):
                 (query, *scope_params, relevance_window - 1),
             ).fetchone()
 
-        def ranked(query: str) -> list[Any]:
+        def ranked(query: str, holding: str | None = None) -> list[Any]:
             # The matches are ranked on their ids and scores alone, and only the best
             # ``limit`` are read whole: a sort would carry every column of every match,
             # and a column stored after a long text costs a read through the text.
-            floor = window(query)
+            # ``holding``: only the matches that match it too, from the whole history.
+            floor = window(query) if holding is None else None
             sql = (
                 f"WITH top AS MATERIALIZED (SELECT {fts}.rowid AS id, {score} AS score "
                 f"{joined} WHERE {fts} MATCH ? AND {scope}"
                 + (f" AND {fts}.rowid >= ?" if floor else "")
+                + (f" AND {fts}.rowid IN (SELECT rowid FROM {fts} WHERE {fts} MATCH ?)"
+                   if holding else "")
                 + f" ORDER BY 2 LIMIT ?) SELECT {columns(beginning)}, top.score, "
                 f"{call} FROM top JOIN {table} {alias} ON {alias}.id = top.id ORDER BY top.score"
-            )
+            )  # fmt: skip
             params = [query, *scope_params, *([floor[0]] if floor else []), limit]
+            if holding:
+                params.insert(-1, holding)
             return self._conn.execute(sql, params).fetchall()
 
         with self._lock:
             if by_relevance:
                 rows = ranked(fts_query)
-                if all_terms:  # holding every word: in the pool whatever its bm25
-                    every = ranked(all_terms)
+                # Holding every word: in the pool whatever its bm25, which is the query's
+                # own (bm25 of the every-word query would cost a pass over each word's
+                # every match, its statistics: time in proportion to the history).
+                if all_terms:
+                    every = ranked(fts_query, holding=all_terms)
                     ids = {r[0] for r in every}
                     rows = [*every, *(r for r in rows if r[0] not in ids)][:limit]
             else:

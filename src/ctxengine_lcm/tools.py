@@ -11,7 +11,7 @@ import json
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, cast
 
 import regex
@@ -429,14 +429,21 @@ class ToolRunner:
     def _seeds(
         self, query: FtsQuery, pools: dict[SearchTarget, int], limit: int, budget: WorkBudget
     ) -> Seeds | None:
-        """The rarest terms of a plain query, whose matches in the history (messages and
-        summaries together: a summary restates its messages) fit a share of the pools
-        (seeds.py)."""
+        """The rarest terms of a plain query (seeds.py): those whose matches in the history
+        (messages and summaries together: a summary restates its messages) fit a share of
+        the pools, else those whose matches fit the relevance window (the store ranks them
+        and keeps the pools' best). None when even the rarest overflows the window."""
         if not budget.spend():
             return None
         pool = max(limit, int(sum(pools.values()) * SEED_SHARE))
         counts = self.store.match_counts(list(pools), query.operands, pool + 1)
-        return choose_seeds(query.operands, counts, pool)
+        seeds = choose_seeds(query.operands, counts, pool)
+        if seeds is not None or not any(counts) or not budget.spend():
+            return seeds
+        window = self.config.grep_relevance_window
+        counts = self.store.match_counts(list(pools), query.operands, window + 1)
+        wide = choose_seeds(query.operands, counts, window)
+        return None if wide is None else replace(wide, whole=False)
 
     def _alternative_matches(
         self,
@@ -479,20 +486,23 @@ class ToolRunner:
         """The candidates to rank, and the targets whose matches of the words as written
         are fewer than their pool holds (alternatives are searched there as well).
 
-        With seeds, every match of the rare terms is a candidate, however old. Without
-        (even the rarest term matches more than the pools hold), or when the rare terms
-        found fewer than ``limit`` while a common one was left out, the newest matches of
-        the whole query are candidates too, with the matches holding every term
-        (``every``) from the whole history."""
+        With seeds, every match of the rare terms is ranked, however old: all of them are
+        candidates, or the store's best of them by relevance when they are more than the
+        pools hold. Without (even the rarest term matches more than the relevance window
+        holds), or when the rare terms found fewer than ``limit`` while a common one was
+        left out, the newest matches of the whole query are candidates too, with the
+        matches holding every term (``every``) from the whole history."""
         hits: list[SearchHit] = []
         short: list[SearchTarget] = []
         if seeds is not None:
             for target, search in searches.items():
                 if not budget.spend():
                     return hits, short
-                # Every match of the seeds is ranked (they were counted: few), without
-                # looking for a window of newest ones.
-                found = search(seeds.expression, every_match=True)
+                # Every match of the seeds is ranked (they were counted: at most a
+                # window's worth), without looking for a window of newest ones.
+                found = search(
+                    seeds.expression, all_terms=None if seeds.whole else every, every_match=True
+                )
                 if not seeds.skipped and len(found) < pools[target]:
                     short.append(target)
                 hits += found
