@@ -8,7 +8,9 @@ find the candidates. The terms are taken rarest first while all their matches fi
 rerank pool, so the pool holds every match of every term taken, however old; the common
 terms left out still count in reranking (a candidate holding them ranks higher) but
 find nothing of their own. Counting a term's matches stops past the pool's size, so a
-common term costs as little to count as a rare one.
+common term costs as little to count as a rare one. When even the rarest term overflows the
+pool, the same choice against the relevance window picks the terms whose matches the store
+ranks (keeping its best): ranking a common term costs a pass over its every match.
 """
 
 from __future__ import annotations
