@@ -98,3 +98,29 @@ def test_a_word_common_enough_to_fill_a_share_of_the_pool_finds_no_candidates(
     assert searched and all('"amber"' not in expression for expression in searched)
     assert out["results"][0]["snippet"] == "the amber service key is K1"
     engine.dispose()
+
+
+def test_a_rare_word_overflowing_the_pools_finds_the_candidates_and_no_common_word_is_ranked(
+    tmp_path, database, monkeypatch
+):
+    """When even the rarest word has more matches than the pools take whole, the rarest
+    words whose matches fit the relevance window find the candidates (the store keeps its
+    best of them): ranking a common word would read its every match (bm25's statistics),
+    time in proportion to the history. The old fact, one of more `amber` matches than the
+    pool holds and a long one (bm25 favours the short), is still in: it holds every word."""
+    engine = make_engine(
+        tmp_path, database=database, session="s", grep_rerank_pool=40, grep_relevance_window=100
+    )
+    texts = [
+        "PASS: the amber service key is K007Z after the rotation of every shard in the fleet",
+        *(f"amber filler {n}" for n in range(60)),
+        *(f"service key rotated {n}" for n in range(150)),
+    ]
+    engine.ingest("s", [{"role": "user", "content": t, "message_uid": uid()} for t in texts])
+    searched = record_searches(engine, monkeypatch)
+    out = json.loads(
+        engine.handle_tool_call("lcm_grep", {"pattern": "amber service key", "limit": 3})
+    )
+    assert searched and all(expression == '"amber"' for expression in searched), searched
+    assert "K007Z" in out["results"][0]["snippet"]
+    engine.dispose()
