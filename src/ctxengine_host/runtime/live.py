@@ -39,6 +39,22 @@ class LiveEntry:
     digest: str
 
 
+@dataclass(slots=True)
+class _Resolution:
+    """What :meth:`LiveView.resolve` found for the leading messages of the last selection.
+
+    ``sources`` are private copies of those messages (containers copied, atoms shared: an
+    engine that changes its own dicts later cannot change them), ``epoch`` the view's
+    :attr:`LiveView.epoch` then; the other fields are parallel to ``sources``.
+    """
+
+    epoch: int
+    sources: list[Message]
+    tokens: int
+    wire: list[Message]
+    positions: list[int | None]
+
+
 def _stored_message(entry: LiveEntry) -> Message:
     return entry.message
 
@@ -76,6 +92,10 @@ class LiveView:
         self._by_uid: dict[str, LiveEntry] = {}  # the newest entry of each uid
         self._position: dict[str, int] = {}  # the index of that entry
         self._outside_counts: dict[tuple[tuple[str, str], ...], int] = {}
+        #: Bumped whenever a uid's entry or position changes (a replaced view, a new version
+        #: of a live uid): what :meth:`resolve` found before is stale then.
+        self.epoch = 0
+        self._resolved: _Resolution | None = None
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -125,6 +145,7 @@ class LiveView:
             self.pairing.observe(entry.message)
         self._by_uid = {}
         self._position = {}
+        self.epoch += 1
         self._index(entries, 0)
 
     def clear(self) -> None:
@@ -171,15 +192,40 @@ class LiveView:
             total += entry.tokens if entry is not None else self._count_version(m)
         return total
 
-    def resolve(self, messages: Iterable[Message]) -> tuple[int, list[Message], list[int | None]]:
+    def resolve(self, messages: list[Message]) -> tuple[int, list[Message], list[int | None]]:
         """Tokens, provider copies and live positions of a selection, one uid look-up each.
 
         A live message's cached count and copy when the uid and content match (what a
         provider receives of it is then the same), else counted per version and copied.
         The positions are :meth:`position` of each message's uid, matching or not: what
         the coverage check needs, found while the uid is at hand.
+
+        An engine's next selection usually repeats the last one and appends a few
+        messages: when its leading messages equal the remembered ones (one comparison of
+        lists, mostly of shared strings) and no entry changed since, their resolution is
+        reused and only the rest is resolved.
         """
-        total = 0
+        memo = self._reusable_resolution(messages)
+        start = len(memo.sources) if memo is not None else 0
+        counts, wire, positions = self._resolve_each(messages[start:])
+        if memo is not None:
+            wire = [*memo.wire, *wire]
+            positions = [*memo.positions, *positions]
+        self._remember(messages, start, counts, wire, positions)
+        return (memo.tokens if memo is not None else 0) + sum(counts), wire, positions
+
+    def _reusable_resolution(self, messages: list[Message]) -> _Resolution | None:
+        """The remembered resolution when ``messages`` start with its messages, unchanged."""
+        memo = self._resolved
+        if memo is None or memo.epoch != self.epoch or len(memo.sources) > len(messages):
+            return None
+        return memo if messages[: len(memo.sources)] == memo.sources else None
+
+    def _resolve_each(
+        self, messages: list[Message]
+    ) -> tuple[list[int], list[Message], list[int | None]]:
+        """:meth:`resolve` of each message (its count, copy and position), nothing reused."""
+        counts: list[int] = []
         wire: list[Message] = []
         positions: list[int | None] = []
         by_uid, position = self._by_uid, self._position
@@ -191,12 +237,52 @@ class LiveView:
             else:
                 positions.append(position[uid])
                 if _says_the_same(m, entry):
-                    total += entry.tokens
+                    counts.append(entry.tokens)
                     wire.append(entry.wire)
                     continue
-            total += self._count_version(m)
+            counts.append(self._count_version(m))
             wire.append(self.provider_copy(m))
-        return total, wire, positions
+        return counts, wire, positions
+
+    def _remember(
+        self,
+        messages: list[Message],
+        start: int,
+        counts: list[int],
+        wire: list[Message],
+        positions: list[int | None],
+    ) -> None:
+        """Remember the resolution of ``messages``' leading run that a later one may reuse.
+
+        ``messages[:start]`` is the remembered run already; ``counts`` are those of
+        ``messages[start:]``. The run stops before a message whose resolution could change
+        while its content does not: its uid may yet become live, or its provider copy
+        shares a list or dict with the engine (which may change it in place).
+        """
+        end = start
+        while end < len(messages) and self._reusable(messages[end], wire[end], positions[end]):
+            end += 1
+        memo = self._resolved if start else None
+        if end == start and memo is not None:
+            return
+        sources = memo.sources if memo is not None else []
+        self._resolved = _Resolution(
+            self.epoch,
+            [*sources, *map(copy_message, messages[start:end])],
+            (memo.tokens if memo is not None else 0) + sum(counts[: end - start]),
+            wire[:end],
+            positions[:end],
+        )
+
+    def _reusable(self, message: Message, wire: Message, at: int | None) -> bool:
+        """Whether ``message``'s resolution holds, for any message equal to it, while the
+        view's epoch does: a live entry's own copy (only its uid and the verdict matter),
+        or a message of strings only (equal strings give the same copy and count) whose
+        uid cannot become live."""
+        if at is not None:
+            return self.entries[at].wire is wire
+        uid = message.get("message_uid")
+        return not isinstance(uid, str) and all(type(v) is str for v in message.values())
 
     def _count_version(self, message: Message) -> int:
         """The count of a message that is not a live entry (an engine's summary, say).
@@ -225,5 +311,7 @@ class LiveView:
         for offset, entry in enumerate(entries):
             uid = entry.message.get("message_uid")
             if isinstance(uid, str):
+                if uid in self._by_uid:
+                    self.epoch += 1  # a new version: the uid's entry and position move
                 self._by_uid[uid] = entry
                 self._position[uid] = start + offset
