@@ -1,5 +1,6 @@
 """What the host remembers between selections gives exactly what checking afresh gives:
-``LiveView.resolve`` reuses the last selection's leading run."""
+``LiveView.resolve`` reuses the last selection's leading run, ``RequestChecker`` the state
+the last valid request ended in."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import copy
 from typing import Any
 
 from ctxengine_host.runtime.live import LiveView
+from ctxengine_host.runtime.validity import RequestChecker, sequence_problems
 from ctxengine_host.tokens import TokenCounter, message_digest
 
 Message = dict[str, Any]
@@ -108,3 +110,26 @@ def test_a_replaced_view_is_never_resolved_from_before():
     kept = view.entries[3:]
     view.replace(kept, view.state)
     assert assert_as_fresh(view, engine_copies(history[3:]))[2] == [0, 1, 2]
+
+
+def test_the_checker_finds_what_checking_afresh_finds():
+    checker = RequestChecker(strict_alternation=False)
+    head = [{"role": "system", "content": "Be brief."}]
+    body = conversation(3)
+    for end in range(1, len(body) + 1):
+        messages = [*head, *body[:end]]
+        assert checker.problems(messages) == sequence_problems(messages)
+    bad = [*head, *body, {"role": "tool", "tool_call_id": "c0", "content": "late"}]
+    assert checker.problems(bad) == sequence_problems(bad) != []
+    reordered = [*head, body[1], body[0], *body[2:]]
+    assert checker.problems(reordered) == sequence_problems(reordered) != []
+    assert checker.problems([*head, *body]) == []
+
+
+def test_the_checker_keeps_strict_alternation():
+    checker = RequestChecker(strict_alternation=True)
+    first = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
+    assert checker.problems(first) == []
+    twice = [*first, {"role": "assistant", "content": "c"}]
+    expected = sequence_problems(twice, strict_alternation=True)
+    assert checker.problems(twice) == expected != []

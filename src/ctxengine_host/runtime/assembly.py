@@ -22,7 +22,7 @@ from ..tokens import REPLY_PRIMER_TOKENS
 from .coverage import covered_intervals, mark_omissions, uncovered_runs
 from .isolation import SKIPPED
 from .turns import ProviderRequest
-from .validity import sequence_problems
+from .validity import RequestChecker, sequence_problems
 from .views import HeadedMessagesView, copy_message
 
 if TYPE_CHECKING:
@@ -50,6 +50,7 @@ class RequestAssembler:
     def __init__(self, session: SessionState) -> None:
         self.session = session
         self._addition_head: tuple[str, list[Message], int] | None = None
+        self._checker = RequestChecker(strict_alternation=session.host.strict_alternation)
 
     def assemble(self) -> ProviderRequest:
         """The engine's selection, else the default request; ``over_budget`` set by precheck."""
@@ -161,8 +162,7 @@ class RequestAssembler:
             head, head_tokens = [], 0
         messages = [*head, *wire]
         if selected:
-            strict = session.host.strict_alternation
-            problems = sequence_problems(messages, strict_alternation=strict)
+            problems = self._checker.problems(messages)
             if problems:
                 guard.note_invalid("select_context", f"invalid sequence: {problems[0]}")
                 return None
