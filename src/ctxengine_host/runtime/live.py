@@ -18,7 +18,7 @@ from ..shapes import provider_copy
 from ..stores.transcript import StoredMessage, ToolCallPairing
 from ..tokens import TokenCounter, message_digest
 from .validity import SequenceState
-from .views import CopyOnWriteMessages, MessagesView, copy_message
+from .views import ATOMS, CopyOnWriteMessages, MessagesView, copy_message
 
 Message = dict[str, Any]
 
@@ -43,9 +43,9 @@ class LiveEntry:
 class _Resolution:
     """What :meth:`LiveView.resolve` found for the leading messages of the last selection.
 
-    ``sources`` are private copies of those messages (containers copied, atoms shared: an
-    engine that changes its own dicts later cannot change them), ``epoch`` the view's
-    :attr:`LiveView.epoch` then; the other fields are parallel to ``sources``.
+    ``sources`` are private copies of those messages (:func:`_private_copy`: an engine that
+    changes its own dicts later cannot change them), ``epoch`` the view's
+    :attr:`LiveView.epoch` then; ``tokens`` their sum, the other fields parallel to them.
     """
 
     epoch: int
@@ -53,6 +53,18 @@ class _Resolution:
     tokens: int
     wire: list[Message]
     positions: list[int | None]
+
+
+def _private_copy(message: Message, stored: Message | None) -> Message:
+    """``message`` as it is now, out of reach of later changes to the engine's own dicts
+    and lists: a new dict, strings and numbers shared; a list or dict value that ``stored``
+    (the host's version, never changed) holds equally is taken from it, any other copied."""
+    out = dict(message)
+    for key, value in out.items():
+        if type(value) not in ATOMS:
+            held = stored.get(key) if stored is not None else None
+            out[key] = held if held is not None and held == value else copy_message(value)
+    return out
 
 
 def _stored_message(entry: LiveEntry) -> Message:
@@ -266,9 +278,16 @@ class LiveView:
         if end == start and memo is not None:
             return
         sources = memo.sources if memo is not None else []
+        entries = self.entries
         self._resolved = _Resolution(
             self.epoch,
-            [*sources, *map(copy_message, messages[start:end])],
+            [
+                *sources,
+                *(
+                    _private_copy(m, None if at is None else entries[at].message)
+                    for m, at in zip(messages[start:end], positions[start:end], strict=True)
+                ),
+            ],
             (memo.tokens if memo is not None else 0) + sum(counts[: end - start]),
             wire[:end],
             positions[:end],
