@@ -1,12 +1,13 @@
 """What the host remembers between selections gives exactly what checking afresh gives:
-``LiveView.resolve`` reuses the last selection's leading run, ``RequestChecker`` the state
-the last valid request ended in."""
+``LiveView.resolve`` reuses the last selection's leading run, ``LiveView.declared_spans`` the
+last covers' spans, ``RequestChecker`` the state the last valid request ended in."""
 
 from __future__ import annotations
 
 import copy
 from typing import Any
 
+from ctxengine_host.runtime.coverage import declared_spans
 from ctxengine_host.runtime.live import LiveView
 from ctxengine_host.runtime.validity import RequestChecker, sequence_problems
 from ctxengine_host.tokens import TokenCounter, message_digest
@@ -110,6 +111,36 @@ def test_a_replaced_view_is_never_resolved_from_before():
     kept = view.entries[3:]
     view.replace(kept, view.state)
     assert assert_as_fresh(view, engine_copies(history[3:]))[2] == [0, 1, 2]
+
+
+def assert_spans_as_fresh(view: LiveView, covers: list[Any]) -> list[tuple[int, int]]:
+    spans = view.declared_spans(covers)
+    assert spans == declared_spans(covers, view.position)
+    return spans
+
+
+def test_covers_declared_again_keep_their_spans_until_a_uid_moves():
+    history = conversation(2)
+    view = live_view(history[:3])
+    covers: list[Any] = [("u0", "a0"), "t0", ("u1", "t1")]  # the last: not live yet
+    assert assert_spans_as_fresh(view, covers) == [(0, 3)]
+    append(view, history[3:])
+    assert assert_spans_as_fresh(view, list(covers)) == [(0, 6)]
+    assert assert_spans_as_fresh(view, list(covers)) == [(0, 6)]
+    append(view, [{**history[0], "content": "question 0, edited"}])
+    assert assert_spans_as_fresh(view, list(covers)) == [(2, 6)]  # u0 is after a0 now
+    view.replace(view.entries[3:], view.state)
+    assert assert_spans_as_fresh(view, list(covers)) == [(0, 3)]
+
+
+def test_a_cover_list_changed_in_place_is_seen():
+    view = live_view(conversation(2))
+    cover = ["u0", "a0"]
+    assert assert_spans_as_fresh(view, [cover]) == [(0, 2)]
+    cover[1] = "t1"
+    assert assert_spans_as_fresh(view, [cover]) == [(0, 6)]
+    odd = [(["u0"], "a0"), ("u1",)[:1] * 2]  # an unhashable end; a one-uid tuple
+    assert assert_spans_as_fresh(view, odd) == [(3, 4)]
 
 
 def test_the_checker_finds_what_checking_afresh_finds():

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..contract.models import AssembleResult
 from ..discovery.fallback import keep_newest_that_fit
 from ..tokens import REPLY_PRIMER_TOKENS
-from .coverage import covered_intervals, mark_omissions, uncovered_runs
+from .coverage import mark_omissions, sent_runs, uncovered_runs, with_declared
 from .isolation import SKIPPED
 from .turns import ProviderRequest
 from .validity import RequestChecker, sequence_problems
@@ -287,7 +287,7 @@ class RequestAssembler:
             return request
         live = session.live
         head_len = len(request.messages) - len(positions)
-        covered = covered_intervals(positions, request.covers, live.position)
+        covered = with_declared(sent_runs(positions), live.declared_spans(request.covers))
         runs = uncovered_runs(len(live), covered)
         if not runs:
             return request

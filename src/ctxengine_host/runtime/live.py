@@ -17,6 +17,7 @@ from ..contract.messages import strip_persistence_fields
 from ..shapes import provider_copy
 from ..stores.transcript import StoredMessage, ToolCallPairing
 from ..tokens import TokenCounter, message_digest
+from .coverage import Cover, declared_spans
 from .validity import SequenceState
 from .views import ATOMS, CopyOnWriteMessages, MessagesView, copy_message
 
@@ -108,6 +109,7 @@ class LiveView:
         #: of a live uid): what :meth:`resolve` found before is stale then.
         self.epoch = 0
         self._resolved: _Resolution | None = None
+        self._declared: tuple[int, tuple[Cover, ...], list[tuple[int, int]]] | None = None
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -321,6 +323,27 @@ class LiveView:
         uid = message.get("message_uid")
         key = uid if isinstance(uid, str) else ""
         return self.counter.count_message_version(message, key, message_digest(message))
+
+    def declared_spans(self, covers: list[Cover]) -> list[tuple[int, int]]:
+        """:func:`coverage.declared_spans` of ``covers`` (do not change the list returned).
+
+        An engine declares the same covers request after request: the last ones are
+        remembered while the epoch holds, when they cannot change (strings and tuples) and
+        all their ends are live (an end that is not may become live).
+        """
+        key = tuple(covers)
+        memo = self._declared
+        if memo is not None and memo[0] == self.epoch and memo[1] == key:
+            return memo[2]
+        spans = declared_spans(key, self.position)
+        if all(self._settled(cover) for cover in key):
+            self._declared = (self.epoch, key, spans)
+        return spans
+
+    def _settled(self, cover: Cover) -> bool:
+        """Whether ``cover``'s span can change only with the epoch: immutable, ends live."""
+        ends = (cover,) if type(cover) is str else cover[:2] if type(cover) is tuple else ()
+        return bool(ends) and all(self.position(end) is not None for end in ends)
 
     def position(self, uid: Any) -> int | None:
         """The live index of the message with ``uid`` (its newest entry), or None."""
