@@ -17,7 +17,8 @@ from ..contract.messages import strip_persistence_fields
 from ..shapes import provider_copy
 from ..stores.transcript import StoredMessage, ToolCallPairing
 from ..tokens import TokenCounter, message_digest
-from .coverage import Cover, declared_spans
+from . import coverage
+from .coverage import Cover
 from .validity import SequenceState
 from .views import ATOMS, CopyOnWriteMessages, MessagesView, copy_message
 
@@ -335,7 +336,7 @@ class LiveView:
         memo = self._declared
         if memo is not None and memo[0] == self.epoch and memo[1] == key:
             return memo[2]
-        spans = declared_spans(key, self.position)
+        spans = coverage.declared_spans(key, self.position)
         if all(self._settled(cover) for cover in key):
             self._declared = (self.epoch, key, spans)
         return spans

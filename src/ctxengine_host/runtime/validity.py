@@ -218,8 +218,12 @@ class RequestChecker:
     def problems(self, messages: list[Message]) -> list[str]:
         """What :func:`sequence_problems` returns for ``messages`` (default options)."""
         start = self._checked_prefix(messages)
-        state = self._state.copy() if start else SequenceState(self.strict_alternation)
-        problems = _scan(state, messages, start) + _end_problems(state, True, False)
+        if start:
+            state = self._state.copy()
+        else:
+            state = SequenceState(strict_alternation=self.strict_alternation)
+        problems = _scan(state, messages, start)
+        problems += _end_problems(state, require_user=True, allow_pending_tail=False)
         if not problems:
             self._valid, self._state = list(messages), state
         return problems
