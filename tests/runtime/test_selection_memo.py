@@ -69,6 +69,19 @@ def test_a_grown_selection_reuses_the_leading_run_and_resolves_the_rest():
     assert positions == [None, *range(12)]
 
 
+def test_a_selection_without_its_oldest_messages_reuses_the_rest():
+    history = conversation(4)
+    view = live_view(history)
+    engine_own = [summary("earlier work"), *map(dict, history[:9])]
+    _, first, _ = assert_as_fresh(view, engine_copies(engine_own))
+    slid = [summary("earlier work, rewritten"), *engine_own[4:], *map(dict, history[9:])]
+    _, second, positions = assert_as_fresh(view, engine_copies(slid))
+    assert all(a is b for a, b in zip(first[4:], second[1:7], strict=True))
+    assert positions == [None, *range(3, 12)]
+    shifted = [*engine_own[:1], *engine_own[2:]]  # a run that is not the rest: afresh
+    assert assert_as_fresh(view, engine_copies(shifted))[2] == [None, *range(1, 9)]
+
+
 def test_an_engine_changing_its_own_list_in_place_is_seen():
     history = conversation(2)
     view = live_view(history)

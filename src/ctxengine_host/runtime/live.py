@@ -47,12 +47,12 @@ class _Resolution:
 
     ``sources`` are private copies of those messages (:func:`_private_copy`: an engine that
     changes its own dicts later cannot change them), ``epoch`` the view's
-    :attr:`LiveView.epoch` then; ``tokens`` their sum, the other fields parallel to them.
+    :attr:`LiveView.epoch` then; the other fields are parallel to ``sources``.
     """
 
     epoch: int
     sources: list[Message]
-    tokens: int
+    counts: list[int]
     wire: list[Message]
     positions: list[int | None]
 
@@ -215,26 +215,44 @@ class LiveView:
         The positions are :meth:`position` of each message's uid, matching or not: what
         the coverage check needs, found while the uid is at hand.
 
-        An engine's next selection usually repeats the last one and appends a few
-        messages: when its leading messages equal the remembered ones (one comparison of
-        lists, mostly of shared strings) and no entry changed since, their resolution is
-        reused and only the rest is resolved.
+        An engine's next selection usually repeats a run of the last one (all of it, or
+        all but its oldest messages) and appends a few: when that run equals the remembered
+        messages (one comparison of lists, mostly of shared strings) and no entry changed
+        since, its resolution is reused and only the rest is resolved.
         """
-        memo = self._reusable_resolution(messages)
-        start = len(memo.sources) if memo is not None else 0
-        counts, wire, positions = self._resolve_each(messages[start:])
-        if memo is not None:
-            wire = [*memo.wire, *wire]
-            positions = [*memo.positions, *positions]
-        self._remember(messages, start, counts, wire, positions)
-        return (memo.tokens if memo is not None else 0) + sum(counts), wire, positions
+        memo = self._resolved if self._resolved and self._resolved.epoch == self.epoch else None
+        at, start, length = self._repeated_run(messages, memo) if memo else (0, 0, 0)
+        before = self._resolve_each(messages[:at])
+        after = self._resolve_each(messages[at + length :])
+        if memo is None or not length:
+            counts, wire, positions = (x + y for x, y in zip(before, after, strict=True))
+        else:
+            run = slice(start, start + length)
+            counts = [*before[0], *memo.counts[run], *after[0]]
+            wire = [*before[1], *memo.wire[run], *after[1]]
+            positions = [*before[2], *memo.positions[run], *after[2]]
+        self._remember(messages, counts, wire, positions, (at, start, length))
+        return sum(counts), wire, positions
 
-    def _reusable_resolution(self, messages: list[Message]) -> _Resolution | None:
-        """The remembered resolution when ``messages`` start with its messages, unchanged."""
-        memo = self._resolved
-        if memo is None or memo.epoch != self.epoch or len(memo.sources) > len(messages):
-            return None
-        return memo if messages[: len(memo.sources)] == memo.sources else None
+    def _repeated_run(self, messages: list[Message], memo: _Resolution) -> tuple[int, int, int]:
+        """(at, start, length): ``messages[at:at + length]`` equals the remembered
+        ``memo.sources[start:start + length]``, the whole rest of them; (0, 0, 0) if none.
+
+        Tried: the remembered messages leading ``messages``; then the run from the first
+        message with a live uid (an engine that dropped its oldest messages or rewrote its
+        summary)."""
+        sources = memo.sources
+        if len(sources) <= len(messages) and messages[: len(sources)] == sources:
+            return 0, 0, len(sources)
+        live = (self.position(m.get("message_uid")) for m in messages)
+        at, live_at = next(((n, p) for n, p in enumerate(live) if p is not None), (0, None))
+        if live_at is None or live_at not in memo.positions:
+            return 0, 0, 0
+        start = memo.positions.index(live_at)
+        length = min(len(messages) - at, len(sources) - start)
+        if messages[at : at + length] != sources[start : start + length]:
+            return 0, 0, 0
+        return at, start, length
 
     def _resolve_each(
         self, messages: list[Message]
@@ -262,39 +280,59 @@ class LiveView:
     def _remember(
         self,
         messages: list[Message],
-        start: int,
         counts: list[int],
         wire: list[Message],
         positions: list[int | None],
+        run: tuple[int, int, int],
     ) -> None:
         """Remember the resolution of ``messages``' leading run that a later one may reuse.
 
-        ``messages[:start]`` is the remembered run already; ``counts`` are those of
-        ``messages[start:]``. The run stops before a message whose resolution could change
-        while its content does not: its uid may yet become live, or its provider copy
-        shares a list or dict with the engine (which may change it in place).
+        ``run`` is :meth:`_repeated_run`'s (those messages' copies are kept as they are).
+        The run remembered stops before a message whose resolution could change while its
+        content does not: its uid may yet become live, or its provider copy shares a list
+        or dict with the engine (which may change it in place).
         """
-        end = start
-        while end < len(messages) and self._reusable(messages[end], wire[end], positions[end]):
-            end += 1
-        memo = self._resolved if start else None
-        if end == start and memo is not None:
-            return
-        sources = memo.sources if memo is not None else []
-        entries = self.entries
-        self._resolved = _Resolution(
-            self.epoch,
-            [
-                *sources,
-                *(
-                    _private_copy(m, None if at is None else entries[at].message)
-                    for m, at in zip(messages[start:end], positions[start:end], strict=True)
-                ),
-            ],
-            (memo.tokens if memo is not None else 0) + sum(counts[: end - start]),
-            wire[:end],
-            positions[:end],
+        at, start, length = run
+        end = self._reusable_until(messages, wire, positions, 0, at)
+        if end == at:
+            end = self._reusable_until(messages, wire, positions, at + length, len(messages))
+        if run == (0, 0, end):
+            return  # the same run as remembered: nothing new to keep
+        kept = (
+            self._resolved.sources[start : start + max(0, min(length, end - at))] if length else []
         )
+        sources = [
+            *self._private_copies(messages, positions, 0, min(at, end)),
+            *kept,
+            *self._private_copies(messages, positions, at + length, end),
+        ]
+        self._resolved = _Resolution(self.epoch, sources, counts[:end], wire[:end], positions[:end])
+
+    def _reusable_until(
+        self,
+        messages: list[Message],
+        wire: list[Message],
+        positions: list[int | None],
+        start: int,
+        stop: int,
+    ) -> int:
+        """The first index from ``start`` whose resolution is not :meth:`_reusable`, or ``stop``."""
+        end = start
+        while end < stop and self._reusable(messages[end], wire[end], positions[end]):
+            end += 1
+        return end
+
+    def _private_copies(
+        self, messages: list[Message], positions: list[int | None], start: int, stop: int
+    ) -> list[Message]:
+        """:func:`_private_copy` of ``messages[start:stop]``, live ones beside their entry."""
+        entries = self.entries
+        return [
+            _private_copy(
+                messages[n], None if positions[n] is None else entries[positions[n]].message
+            )
+            for n in range(start, stop)
+        ]
 
     def _reusable(self, message: Message, wire: Message, at: int | None) -> bool:
         """Whether ``message``'s resolution holds, for any message equal to it, while the
