@@ -224,14 +224,12 @@ class LiveView:
         at, start, length = self._repeated_run(messages, memo) if memo else (0, 0, 0)
         before = self._resolve_each(messages[:at])
         after = self._resolve_each(messages[at + length :])
-        if memo is None or not length:
-            counts, wire, positions = (x + y for x, y in zip(before, after, strict=True))
-        else:
-            run = slice(start, start + length)
-            counts = [*before[0], *memo.counts[run], *after[0]]
-            wire = [*before[1], *memo.wire[run], *after[1]]
-            positions = [*before[2], *memo.positions[run], *after[2]]
-        self._remember(messages, counts, wire, positions, (at, start, length))
+        run = slice(start, start + length)
+        reused = memo or _Resolution(self.epoch, [], [], [], [])
+        counts = [*before[0], *reused.counts[run], *after[0]]
+        wire = [*before[1], *reused.wire[run], *after[1]]
+        positions = [*before[2], *reused.positions[run], *after[2]]
+        self._remember(messages, counts, wire, positions, (at, start, length), reused)
         return sum(counts), wire, positions
 
     def _repeated_run(self, messages: list[Message], memo: _Resolution) -> tuple[int, int, int]:
@@ -284,10 +282,11 @@ class LiveView:
         wire: list[Message],
         positions: list[int | None],
         run: tuple[int, int, int],
+        memo: _Resolution,
     ) -> None:
         """Remember the resolution of ``messages``' leading run that a later one may reuse.
 
-        ``run`` is :meth:`_repeated_run`'s (those messages' copies are kept as they are).
+        ``run`` is :meth:`_repeated_run`'s in ``memo`` (those copies are kept as they are).
         The run remembered stops before a message whose resolution could change while its
         content does not: its uid may yet become live, or its provider copy shares a list
         or dict with the engine (which may change it in place).
@@ -298,9 +297,7 @@ class LiveView:
             end = self._reusable_until(messages, wire, positions, at + length, len(messages))
         if run == (0, 0, end):
             return  # the same run as remembered: nothing new to keep
-        kept = (
-            self._resolved.sources[start : start + max(0, min(length, end - at))] if length else []
-        )
+        kept = memo.sources[start : start + max(0, min(length, end - at))]
         sources = [
             *self._private_copies(messages, positions, 0, min(at, end)),
             *kept,
@@ -326,12 +323,9 @@ class LiveView:
         self, messages: list[Message], positions: list[int | None], start: int, stop: int
     ) -> list[Message]:
         """:func:`_private_copy` of ``messages[start:stop]``, live ones beside their entry."""
-        entries = self.entries
         return [
-            _private_copy(
-                messages[n], None if positions[n] is None else entries[positions[n]].message
-            )
-            for n in range(start, stop)
+            _private_copy(messages[n], None if at is None else self.entries[at].message)
+            for n, at in zip(range(start, stop), positions[start:stop], strict=True)
         ]
 
     def _reusable(self, message: Message, wire: Message, at: int | None) -> bool:
