@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 from ..contract.models import AssembleResult
 from ..discovery.fallback import keep_newest_that_fit
 from ..tokens import REPLY_PRIMER_TOKENS
-from .coverage import covered_intervals, mark_omissions, uncovered_runs
+from .coverage import mark_omissions, sent_runs, uncovered_runs, with_declared
 from .isolation import SKIPPED
 from .turns import ProviderRequest
-from .validity import sequence_problems
+from .validity import RequestChecker, sequence_problems
 from .views import HeadedMessagesView, copy_message
 
 if TYPE_CHECKING:
@@ -50,6 +50,7 @@ class RequestAssembler:
     def __init__(self, session: SessionState) -> None:
         self.session = session
         self._addition_head: tuple[str, list[Message], int] | None = None
+        self._checker = RequestChecker(strict_alternation=session.host.strict_alternation)
 
     def assemble(self) -> ProviderRequest:
         """The engine's selection, else the default request; ``over_budget`` set by precheck."""
@@ -161,8 +162,7 @@ class RequestAssembler:
             head, head_tokens = [], 0
         messages = [*head, *wire]
         if selected:
-            strict = session.host.strict_alternation
-            problems = sequence_problems(messages, strict_alternation=strict)
+            problems = self._checker.problems(messages)
             if problems:
                 guard.note_invalid("select_context", f"invalid sequence: {problems[0]}")
                 return None
@@ -287,7 +287,7 @@ class RequestAssembler:
             return request
         live = session.live
         head_len = len(request.messages) - len(positions)
-        covered = covered_intervals(positions, request.covers, live.position)
+        covered = with_declared(sent_runs(positions), live.declared_spans(request.covers))
         runs = uncovered_runs(len(live), covered)
         if not runs:
             return request

@@ -31,13 +31,33 @@ def covered_intervals(
 
     ``sent`` holds the live positions of the sent messages (None: not live).
     """
-    spans = _index_runs(sorted(at for at in sent if at is not None))
+    return with_declared(sent_runs(sent), declared_spans(covers, position))
+
+
+def sent_runs(sent: Sequence[int | None]) -> list[tuple[int, int]]:
+    """The live positions a request sends (None: not live) as merged ``[start, end)`` runs."""
+    return _index_runs(sorted(at for at in sent if at is not None))
+
+
+def declared_spans(
+    covers: Sequence[Cover], position: Callable[[Any], int | None]
+) -> list[tuple[int, int]]:
+    """The live ranges ``covers`` declare, merged; a cover whose ends are not live declares
+    nothing."""
+    spans = []
     for cover in covers:
         first, last = (cover, cover) if isinstance(cover, str) else tuple(cover)[:2]
         start, end = position(first), position(last)
         if start is not None and end is not None and start <= end:
             spans.append((start, end + 1))
-    return merge_spans(spans) if covers else spans
+    return merge_spans(spans)
+
+
+def with_declared(
+    runs: list[tuple[int, int]], declared: list[tuple[int, int]]
+) -> list[tuple[int, int]]:
+    """Merged ``runs`` and ``declared`` spans (new list unless ``declared`` is empty)."""
+    return merge_spans(runs + declared) if declared else runs
 
 
 def merge_spans(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:

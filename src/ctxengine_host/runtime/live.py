@@ -17,8 +17,10 @@ from ..contract.messages import strip_persistence_fields
 from ..shapes import provider_copy
 from ..stores.transcript import StoredMessage, ToolCallPairing
 from ..tokens import TokenCounter, message_digest
+from . import coverage
+from .coverage import Cover
 from .validity import SequenceState
-from .views import CopyOnWriteMessages, MessagesView, copy_message
+from .views import ATOMS, CopyOnWriteMessages, MessagesView, copy_message
 
 Message = dict[str, Any]
 
@@ -37,6 +39,34 @@ class LiveEntry:
     wire: Message
     tokens: int
     digest: str
+
+
+@dataclass(slots=True)
+class _Resolution:
+    """What :meth:`LiveView.resolve` found for the leading messages of the last selection.
+
+    ``sources`` are private copies of those messages (:func:`_private_copy`: an engine that
+    changes its own dicts later cannot change them), ``epoch`` the view's
+    :attr:`LiveView.epoch` then; the other fields are parallel to ``sources``.
+    """
+
+    epoch: int
+    sources: list[Message]
+    counts: list[int]
+    wire: list[Message]
+    positions: list[int | None]
+
+
+def _private_copy(message: Message, stored: Message | None) -> Message:
+    """``message`` as it is now, out of reach of later changes to the engine's own dicts
+    and lists: a new dict, strings and numbers shared; a list or dict value that ``stored``
+    (the host's version, never changed) holds equally is taken from it, any other copied."""
+    out = dict(message)
+    for key, value in out.items():
+        if type(value) not in ATOMS:
+            held = stored.get(key) if stored is not None else None
+            out[key] = held if held is not None and held == value else copy_message(value)
+    return out
 
 
 def _stored_message(entry: LiveEntry) -> Message:
@@ -76,6 +106,11 @@ class LiveView:
         self._by_uid: dict[str, LiveEntry] = {}  # the newest entry of each uid
         self._position: dict[str, int] = {}  # the index of that entry
         self._outside_counts: dict[tuple[tuple[str, str], ...], int] = {}
+        #: Bumped whenever a uid's entry or position changes (a replaced view, a new version
+        #: of a live uid): what :meth:`resolve` found before is stale then.
+        self.epoch = 0
+        self._resolved: _Resolution | None = None
+        self._declared: tuple[int, tuple[Cover, ...], list[tuple[int, int]]] | None = None
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -125,6 +160,7 @@ class LiveView:
             self.pairing.observe(entry.message)
         self._by_uid = {}
         self._position = {}
+        self.epoch += 1
         self._index(entries, 0)
 
     def clear(self) -> None:
@@ -171,15 +207,56 @@ class LiveView:
             total += entry.tokens if entry is not None else self._count_version(m)
         return total
 
-    def resolve(self, messages: Iterable[Message]) -> tuple[int, list[Message], list[int | None]]:
+    def resolve(self, messages: list[Message]) -> tuple[int, list[Message], list[int | None]]:
         """Tokens, provider copies and live positions of a selection, one uid look-up each.
 
         A live message's cached count and copy when the uid and content match (what a
         provider receives of it is then the same), else counted per version and copied.
         The positions are :meth:`position` of each message's uid, matching or not: what
         the coverage check needs, found while the uid is at hand.
+
+        An engine's next selection usually repeats a run of the last one (all of it, or
+        all but its oldest messages) and appends a few: when that run equals the remembered
+        messages (one comparison of lists, mostly of shared strings) and no entry changed
+        since, its resolution is reused and only the rest is resolved.
         """
-        total = 0
+        memo = self._resolved if self._resolved and self._resolved.epoch == self.epoch else None
+        at, start, length = self._repeated_run(messages, memo) if memo else (0, 0, 0)
+        before = self._resolve_each(messages[:at])
+        after = self._resolve_each(messages[at + length :])
+        run = slice(start, start + length)
+        reused = memo or _Resolution(self.epoch, [], [], [], [])
+        counts = [*before[0], *reused.counts[run], *after[0]]
+        wire = [*before[1], *reused.wire[run], *after[1]]
+        positions = [*before[2], *reused.positions[run], *after[2]]
+        self._remember(messages, counts, wire, positions, (at, start, length), reused)
+        return sum(counts), wire, positions
+
+    def _repeated_run(self, messages: list[Message], memo: _Resolution) -> tuple[int, int, int]:
+        """(at, start, length): ``messages[at:at + length]`` equals the remembered
+        ``memo.sources[start:start + length]``, the whole rest of them; (0, 0, 0) if none.
+
+        Tried: the remembered messages leading ``messages``; then the run from the first
+        message with a live uid (an engine that dropped its oldest messages or rewrote its
+        summary)."""
+        sources = memo.sources
+        if len(sources) <= len(messages) and messages[: len(sources)] == sources:
+            return 0, 0, len(sources)
+        live = (self.position(m.get("message_uid")) for m in messages)
+        at, live_at = next(((n, p) for n, p in enumerate(live) if p is not None), (0, None))
+        if live_at is None or live_at not in memo.positions:
+            return 0, 0, 0
+        start = memo.positions.index(live_at)
+        length = min(len(messages) - at, len(sources) - start)
+        if messages[at : at + length] != sources[start : start + length]:
+            return 0, 0, 0
+        return at, start, length
+
+    def _resolve_each(
+        self, messages: list[Message]
+    ) -> tuple[list[int], list[Message], list[int | None]]:
+        """:meth:`resolve` of each message (its count, copy and position), nothing reused."""
+        counts: list[int] = []
         wire: list[Message] = []
         positions: list[int | None] = []
         by_uid, position = self._by_uid, self._position
@@ -191,12 +268,75 @@ class LiveView:
             else:
                 positions.append(position[uid])
                 if _says_the_same(m, entry):
-                    total += entry.tokens
+                    counts.append(entry.tokens)
                     wire.append(entry.wire)
                     continue
-            total += self._count_version(m)
+            counts.append(self._count_version(m))
             wire.append(self.provider_copy(m))
-        return total, wire, positions
+        return counts, wire, positions
+
+    def _remember(
+        self,
+        messages: list[Message],
+        counts: list[int],
+        wire: list[Message],
+        positions: list[int | None],
+        run: tuple[int, int, int],
+        memo: _Resolution,
+    ) -> None:
+        """Remember the resolution of ``messages``' leading run that a later one may reuse.
+
+        ``run`` is :meth:`_repeated_run`'s in ``memo`` (those copies are kept as they are).
+        The run remembered stops before a message whose resolution could change while its
+        content does not: its uid may yet become live, or its provider copy shares a list
+        or dict with the engine (which may change it in place).
+        """
+        at, start, length = run
+        end = self._reusable_until(messages, wire, positions, 0, at)
+        if end == at:
+            end = self._reusable_until(messages, wire, positions, at + length, len(messages))
+        if run == (0, 0, end):
+            return  # the same run as remembered: nothing new to keep
+        kept = memo.sources[start : start + max(0, min(length, end - at))]
+        sources = [
+            *self._private_copies(messages, positions, 0, min(at, end)),
+            *kept,
+            *self._private_copies(messages, positions, at + length, end),
+        ]
+        self._resolved = _Resolution(self.epoch, sources, counts[:end], wire[:end], positions[:end])
+
+    def _reusable_until(
+        self,
+        messages: list[Message],
+        wire: list[Message],
+        positions: list[int | None],
+        start: int,
+        stop: int,
+    ) -> int:
+        """The first index from ``start`` whose resolution is not :meth:`_reusable`, or ``stop``."""
+        end = start
+        while end < stop and self._reusable(messages[end], wire[end], positions[end]):
+            end += 1
+        return end
+
+    def _private_copies(
+        self, messages: list[Message], positions: list[int | None], start: int, stop: int
+    ) -> list[Message]:
+        """:func:`_private_copy` of ``messages[start:stop]``, live ones beside their entry."""
+        return [
+            _private_copy(messages[n], None if at is None else self.entries[at].message)
+            for n, at in zip(range(start, stop), positions[start:stop], strict=True)
+        ]
+
+    def _reusable(self, message: Message, wire: Message, at: int | None) -> bool:
+        """Whether ``message``'s resolution holds, for any message equal to it, while the
+        view's epoch does: a live entry's own copy (only its uid and the verdict matter),
+        or a message of strings only (equal strings give the same copy and count) whose
+        uid cannot become live."""
+        if at is not None:
+            return self.entries[at].wire is wire
+        uid = message.get("message_uid")
+        return not isinstance(uid, str) and all(type(v) is str for v in message.values())
 
     def _count_version(self, message: Message) -> int:
         """The count of a message that is not a live entry (an engine's summary, say).
@@ -217,6 +357,27 @@ class LiveView:
         key = uid if isinstance(uid, str) else ""
         return self.counter.count_message_version(message, key, message_digest(message))
 
+    def declared_spans(self, covers: list[Cover]) -> list[tuple[int, int]]:
+        """:func:`coverage.declared_spans` of ``covers`` (do not change the list returned).
+
+        An engine declares the same covers request after request: the last ones are
+        remembered while the epoch holds, when they cannot change (strings and tuples) and
+        all their ends are live (an end that is not may become live).
+        """
+        key = tuple(covers)
+        memo = self._declared
+        if memo is not None and memo[0] == self.epoch and memo[1] == key:
+            return memo[2]
+        spans = coverage.declared_spans(key, self.position)
+        if all(self._settled(cover) for cover in key):
+            self._declared = (self.epoch, key, spans)
+        return spans
+
+    def _settled(self, cover: Cover) -> bool:
+        """Whether ``cover``'s span can change only with the epoch: immutable, ends live."""
+        ends = (cover,) if type(cover) is str else cover[:2] if type(cover) is tuple else ()
+        return bool(ends) and all(self.position(end) is not None for end in ends)
+
     def position(self, uid: Any) -> int | None:
         """The live index of the message with ``uid`` (its newest entry), or None."""
         return self._position.get(uid) if isinstance(uid, str) else None
@@ -225,5 +386,7 @@ class LiveView:
         for offset, entry in enumerate(entries):
             uid = entry.message.get("message_uid")
             if isinstance(uid, str):
+                if uid in self._by_uid:
+                    self.epoch += 1  # a new version: the uid's entry and position move
                 self._by_uid[uid] = entry
                 self._position[uid] = start + offset

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from operator import is_
 from typing import Any
 
 Message = dict[str, Any]
@@ -170,14 +171,27 @@ def sequence_problems(
     if not isinstance(messages, list | tuple):
         return [f"expected a list of messages, got {type(messages).__name__}"]
     state = SequenceState(strict_alternation=strict_alternation)
+    problems = _scan(state, messages, 0)
+    return problems + _end_problems(state, require_user, allow_pending_tail)
+
+
+def _scan(state: SequenceState, messages: Sequence[Any], start: int) -> list[str]:
+    """The problems of ``messages[start:]``, fed to ``state`` (which ends past them)."""
     problems: list[str] = []
-    for index, message in enumerate(messages):
+    for index in range(start, len(messages)):
+        message = messages[index]
         problem = state.problem(message, index)
         if problem:
             problems.append(problem)
             if message_problem(message, index):
                 continue
         state.feed(message)
+    return problems
+
+
+def _end_problems(state: SequenceState, require_user: bool, allow_pending_tail: bool) -> list[str]:
+    """The rules a whole sequence breaks at its end: calls left open, no user message."""
+    problems = []
     if state.unanswered and not allow_pending_tail:
         problems.append(
             f"tool call(s) {', '.join(sorted(state.unanswered))} at the end are unanswered"
@@ -185,6 +199,41 @@ def sequence_problems(
     if require_user and not state.has_user:
         problems.append("no user message; a request needs at least one")
     return problems
+
+
+class RequestChecker:
+    """:func:`sequence_problems` of a session's successive requests, checking only what grew.
+
+    A request that starts with the last valid one's messages (the same dicts) is checked
+    from the state that one ended in. Sound because those dicts are the host's own copies
+    (the system head, live entries' provider copies, :meth:`LiveView.resolve`'s copies),
+    never changed once built.
+    """
+
+    def __init__(self, *, strict_alternation: bool) -> None:
+        self.strict_alternation = strict_alternation
+        self._valid: list[Message] = []
+        self._state = SequenceState(strict_alternation=strict_alternation)
+
+    def problems(self, messages: list[Message]) -> list[str]:
+        """What :func:`sequence_problems` returns for ``messages`` (default options)."""
+        start = self._checked_prefix(messages)
+        if start:
+            state = self._state.copy()
+        else:
+            state = SequenceState(strict_alternation=self.strict_alternation)
+        problems = _scan(state, messages, start)
+        problems += _end_problems(state, require_user=True, allow_pending_tail=False)
+        if not problems:
+            self._valid, self._state = list(messages), state
+        return problems
+
+    def _checked_prefix(self, messages: list[Message]) -> int:
+        """How many leading messages are the last valid request's, in order (all or none)."""
+        valid = self._valid
+        if valid and len(valid) <= len(messages) and all(map(is_, valid, messages)):
+            return len(valid)
+        return 0
 
 
 def repair(

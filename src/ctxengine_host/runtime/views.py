@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 
 Message = dict[str, Any]
 
-_ATOMS = (str, int, float, bool, type(None))
+#: Immutable JSON scalars: shared by copies, never copied.
+ATOMS = (str, int, float, bool, type(None))
 
 
 def copy_message(value: Any) -> Any:
@@ -37,7 +38,7 @@ def copy_message(value: Any) -> Any:
         return {key: copy_message(item) for key, item in value.items()}
     if kind is list:
         return [copy_message(item) for item in value]
-    if kind in _ATOMS:
+    if kind in ATOMS:
         return value
     return copy.deepcopy(value)
 
