@@ -17,6 +17,15 @@ def ingest(engine, session, texts):
     )
 
 
+def grep_recorded(engine, monkeypatch, texts):
+    """Ingest ``texts`` as user messages, then ``amber service key`` (limit 3): the
+    expressions the store was asked to search, and the result."""
+    engine.ingest("s", [{"role": "user", "content": t, "message_uid": uid()} for t in texts])
+    searched = record_searches(engine, monkeypatch)
+    out = engine.handle_tool_call("lcm_grep", {"pattern": "amber service key", "limit": 3})
+    return searched, json.loads(out)
+
+
 def test_an_old_message_holding_every_word_outranks_a_window_of_later_matches(tmp_path, database):
     engine = make_engine(tmp_path, database=database, session="s", grep_relevance_window=100)
     fact = "PASS: the amber service key is K007Z"
@@ -90,11 +99,7 @@ def test_a_word_common_enough_to_fill_a_share_of_the_pool_finds_no_candidates(
         *(f"amber filler line {n}" for n in range(20)),
         *(f"service key rotated {n}" for n in range(3)),
     ]
-    engine.ingest("s", [{"role": "user", "content": t, "message_uid": uid()} for t in texts])
-    searched = record_searches(engine, monkeypatch)
-    out = json.loads(
-        engine.handle_tool_call("lcm_grep", {"pattern": "amber service key", "limit": 3})
-    )
+    searched, out = grep_recorded(engine, monkeypatch, texts)
     assert searched and all('"amber"' not in expression for expression in searched)
     assert out["results"][0]["snippet"] == "the amber service key is K1"
     engine.dispose()
@@ -116,11 +121,7 @@ def test_a_rare_word_overflowing_the_pools_finds_the_candidates_and_no_common_wo
         *(f"amber filler {n}" for n in range(60)),
         *(f"service key rotated {n}" for n in range(150)),
     ]
-    engine.ingest("s", [{"role": "user", "content": t, "message_uid": uid()} for t in texts])
-    searched = record_searches(engine, monkeypatch)
-    out = json.loads(
-        engine.handle_tool_call("lcm_grep", {"pattern": "amber service key", "limit": 3})
-    )
+    searched, out = grep_recorded(engine, monkeypatch, texts)
     assert searched and all(expression == '"amber"' for expression in searched), searched
     assert "K007Z" in out["results"][0]["snippet"]
     engine.dispose()
