@@ -8,9 +8,9 @@ summarizer, one with 1,000 messages and one with N (~600 characters each), then 
 - full-text ``lcm_grep`` for a rare term, limit 50 (p50 < 50 ms);
 - relevance-sorted ``lcm_grep`` on a common term, limit 50 (p95 < 500 ms);
 - keyword ``lcm_grep`` (``<word> service key``, limit 10, the 50 facts of ``bench_peer``
-  planted over the history): p50 <= 2 ms, p95 <= 10 ms (<= 50 ms at 1,000,000), and
+  planted over the history): p50 <= 2 ms and p95 <= 10 ms (at 1,000,000: p95 <= 50 ms), and
   recall (the planted value among the results) equal to recall at 1,000;
-- batched ingest throughput while building (>= 20,000 messages/s);
+- batched ingest throughput while building (>= 20,000 messages/s; >= 10,000 from 1,000,000);
 - engine memory during the measurements (tracemalloc peak), which should not grow with N.
 
     .venv/bin/python benchmarks/bench_lcm_scale.py --messages 100000
@@ -326,16 +326,25 @@ def main() -> None:
         "compact_wall_ratio": large["compact_p50_ms"] / small["compact_p50_ms"],
         "memory_ratio": large["traced_peak_mib"] / small["traced_peak_mib"],
     }
+    # The targets (docs/performance.md): at 1,000,000 messages keyword p95 only, and the
+    # ingest rate of the 1,000,000 row (10,000/s); up to 100,000 the peer rows' figures.
+    huge = args.messages >= 1_000_000
+    ingest_bound = 10_000 if huge else 20_000
     checks = {
         "select <= 2x (cpu p50)": ratios["select_cpu_ratio"] <= 2,
         "compaction <= 2x (cpu p50)": ratios["compact_cpu_ratio"] <= 2,
         "rare grep p50 < 50 ms": large["grep_rare_p50_ms"] < 50,
         "relevance grep p95 < 500 ms": large["grep_common_relevance_p95_ms"] < 500,
-        "keyword grep p50 <= 2 ms": large["grep_keyword_p50_ms"] <= 2,
-        "keyword grep p95 <= 10 ms (50 ms from 1,000,000)": large["grep_keyword_p95_ms"]
-        <= (50 if args.messages >= 1_000_000 else 10),
+        **(
+            {"keyword grep p95 <= 50 ms": large["grep_keyword_p95_ms"] <= 50}
+            if huge
+            else {
+                "keyword grep p50 <= 2 ms": large["grep_keyword_p50_ms"] <= 2,
+                "keyword grep p95 <= 10 ms": large["grep_keyword_p95_ms"] <= 10,
+            }
+        ),
         "keyword recall as at 1,000": large["keyword_recall"] >= small["keyword_recall"],
-        "ingest >= 20k msg/s": large["ingest_msgs_per_s"] >= 20_000,
+        f"ingest >= {ingest_bound // 1000}k msg/s": large["ingest_msgs_per_s"] >= ingest_bound,
         "memory independent of history (<= 1.5x)": ratios["memory_ratio"] <= 1.5,
         "every message and summary linked": large["unlinked_messages"] == 0
         and large["unlinked_summaries"] == 0,
