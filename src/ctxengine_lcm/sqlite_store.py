@@ -778,9 +778,10 @@ class SqliteStore(StoreCommon):
                 + f" ORDER BY 2 LIMIT ?) SELECT {columns(beginning)}, top.score, "
                 f"{call} FROM top JOIN {table} {alias} ON {alias}.id = top.id ORDER BY top.score"
             )  # fmt: skip
-            params = [query, *scope_params, *([floor[0]] if floor else []), limit]
-            if holding:
-                params.insert(-1, holding)
+            params = [
+                query, *scope_params, *([floor[0]] if floor else []),
+                *([holding] if holding else []), limit,
+            ]  # fmt: skip
             return self._conn.execute(sql, params).fetchall()
 
         with self._lock:

@@ -6,9 +6,11 @@ from ctxengine_host.contract.models import AssembleResult
 from ctxengine_host.replay.model import ReplayReport, TurnRow
 from ctxengine_host.runtime.coverage import (
     OMISSION_MARKER_PREFIX,
-    covered_intervals,
+    declared_spans,
     omission_text,
+    sent_runs,
     uncovered_runs,
+    with_declared,
 )
 from ctxengine_host.runtime.validity import sequence_problems
 
@@ -122,7 +124,8 @@ def test_a_marker_between_assistant_messages_is_a_user_message_of_its_own(make_h
 def test_intervals_merge_ranges_and_single_uids():
     position = {"a": 0, "b": 1, "c": 2, "d": 3, "e": 4, "f": 5}.get
     sent = [position("a"), position("f"), None]  # the last one: no uid
-    covered = covered_intervals(sent, [("b", "c"), "c", ["zz", "e"]], position)
+    covers = [("b", "c"), "c", ["zz", "e"]]
+    covered = with_declared(sent_runs(sent), declared_spans(covers, position))
     assert covered == [(0, 3), (5, 6)]
     assert uncovered_runs(6, covered) == [(3, 5)]
     assert uncovered_runs(6, [(0, 6)]) == []

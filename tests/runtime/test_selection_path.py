@@ -5,7 +5,13 @@ from __future__ import annotations
 import random
 
 from ctxengine_host.contract.models import AssembleResult
-from ctxengine_host.runtime.coverage import _index_runs, covered_intervals, merge_spans
+from ctxengine_host.runtime.coverage import (
+    _index_runs,
+    declared_spans,
+    merge_spans,
+    sent_runs,
+    with_declared,
+)
 from ctxengine_host.runtime.views import HeadedMessagesView, MessagesView
 
 from .engines import RecordingEngine
@@ -65,7 +71,7 @@ def test_index_runs_are_the_merged_intervals_of_single_indexes():
         indexes = [rng.randrange(40) for _ in range(rng.randrange(30))]
         merged = merge_spans([(i, i + 1) for i in indexes])
         assert _index_runs(sorted(indexes)) == merged
-        assert covered_intervals([*indexes, None], [], {}.get) == merged
+        assert with_declared(sent_runs([*indexes, None]), declared_spans([], {}.get)) == merged
 
 
 def test_a_headed_view_reads_like_the_concatenated_list():

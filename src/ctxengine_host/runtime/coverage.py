@@ -24,16 +24,6 @@ Cover = str | tuple[str, str] | list[str]
 OMISSION_MARKER_PREFIX = "[ctxengine: omitted"
 
 
-def covered_intervals(
-    sent: Sequence[int | None], covers: Sequence[Cover], position: Callable[[Any], int | None]
-) -> list[tuple[int, int]]:
-    """The live index ranges ``[start, end)`` the request sends or declares covered, merged.
-
-    ``sent`` holds the live positions of the sent messages (None: not live).
-    """
-    return with_declared(sent_runs(sent), declared_spans(covers, position))
-
-
 def sent_runs(sent: Sequence[int | None]) -> list[tuple[int, int]]:
     """The live positions a request sends (None: not live) as merged ``[start, end)`` runs."""
     return _index_runs(sorted(at for at in sent if at is not None))
