@@ -27,9 +27,11 @@ alternatives count and how much (rarer weighs more).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from .search import FtsQuery
 from .store import SearchHit
@@ -128,16 +130,19 @@ _INFLECTIONS = ("ing", "ed", "s")
 _SUFFIXES = ("ing", "ed", "es", "s", "ion", "ions", "er", "ers", "ly")
 
 
-@dataclass(frozen=True)
-class Alternative:
-    """Another way to write one term: its operand (quoted, for the store) and factor."""
+class Alternative(NamedTuple):
+    """Another way to write one term: its text, factor and operand (quoted, for the
+    store; built once by :func:`alternative`, as a query's expansion compares operands
+    many times)."""
 
     text: str
     factor: float
+    operand: str
 
-    @property
-    def operand(self) -> str:
-        return '"' + self.text.replace('"', '""') + '"'
+
+def alternative(text: str, factor: float) -> Alternative:
+    """The alternative ``text`` with its operand."""
+    return Alternative(text, factor, '"' + text.replace('"', '""') + '"')
 
 
 @dataclass(frozen=True)
@@ -173,36 +178,45 @@ def expand_query(query: FtsQuery) -> Expansion:
         return Expansion({}, ())
     taken = {t.lower() for t in terms if t}
     # Per term, by kind in order of priority: when the cap is reached, joins go first.
-    kinds: list[list[list[Alternative]]] = [[[], [], [], []] for _ in terms]
+    kinds: list[tuple[tuple[Alternative, ...], ...]] = []
     for i, term in enumerate(terms):
-        if term is None:
-            continue
         following = terms[i + 1] if i + 1 < len(terms) else None
-        split, joined = _identifier_forms(term, following)
-        kinds[i][0] += [Alternative(f, IDENTIFIER_FACTOR) for f in split]
-        synonyms = [w for w in synonyms_of(term) if w not in taken][:MAX_SYNONYMS_PER_TERM]
-        kinds[i][1] += [Alternative(w, SYNONYM_FACTOR) for w in synonyms]
-        kinds[i][2] += [Alternative(f, DERIVED_FACTOR) for f in derived_forms(term)]
-        kinds[i][3] += [Alternative(f, IDENTIFIER_FACTOR) for f in joined]
-    per_term = [[a for kind in range(4) for a in kinds[i][kind]] for i in range(len(terms))]
-    ranked = [a for kind in range(4) for i in range(len(terms)) for a in kinds[i][kind]]
-    allowed = {a.operand for a in ranked if a.text.lower() not in taken}
+        split, synonyms, derived, joined = _term_alternatives(term, following)
+        mine = tuple(a for a in synonyms if a.text not in taken)[:MAX_SYNONYMS_PER_TERM]
+        kinds.append((split, mine, derived, joined))
+    ranked = [a for kind in range(4) for forms in kinds for a in forms[kind]]
     allowed = set(
-        list(dict.fromkeys(a.operand for a in ranked if a.operand in allowed))[:MAX_ALTERNATIVES]
+        list(dict.fromkeys(a.operand for a in ranked if a.text.lower() not in taken))[
+            :MAX_ALTERNATIVES
+        ]
     )
-    operands: list[str] = []
+    operands: dict[str, None] = {}
     kept: dict[str, tuple[Alternative, ...]] = {}
-    for operand, alternatives in zip(query.operands, per_term, strict=True):
-        mine = []
-        for alt in alternatives:
-            if alt.operand not in allowed:
-                continue
-            if alt.operand not in operands:
-                operands.append(alt.operand)
-            mine.append(alt)
+    for operand, forms in zip(query.operands, kinds, strict=True):
+        mine = tuple(a for kind in forms for a in kind if a.operand in allowed)
+        operands.update(dict.fromkeys(a.operand for a in mine))
         key = operand[1:-1].replace('""', '"').lower()  # as ranking.query_terms reads it
-        kept.setdefault(key, tuple(mine))
+        kept.setdefault(key, mine)
     return Expansion(kept, tuple(operands))
+
+
+@functools.lru_cache(maxsize=4096)
+def _term_alternatives(
+    term: str | None, following: str | None
+) -> tuple[tuple[Alternative, ...], ...]:
+    """The alternatives of one plain term (None: a phrase or a prefix, which has none) by
+    kind: its identifier parts, its synonyms (all: the query's other terms are taken out
+    after), its derived forms, and it joined with the next term. A pure function of the
+    words, kept for the words an agent searches again."""
+    if term is None:
+        return (), (), (), ()
+    split, joined = _identifier_forms(term, following)
+    return (
+        tuple(alternative(f, IDENTIFIER_FACTOR) for f in split),
+        tuple(alternative(w, SYNONYM_FACTOR) for w in synonyms_of(term)),
+        tuple(alternative(f, DERIVED_FACTOR) for f in derived_forms(term)),
+        tuple(alternative(f, IDENTIFIER_FACTOR) for f in joined),
+    )
 
 
 def merge_candidates(

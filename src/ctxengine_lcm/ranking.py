@@ -32,10 +32,8 @@ _WORDS = re.compile(r"\w+")
 #: Non-ASCII letters that case-insensitive matching equates with ASCII ones but whose
 #: lowercase form is not ASCII (dotless i, long s).
 _ASCII_FOLDS = (("\u0131", "i"), ("\u017f", "s"))
-#: ASCII characters outside ``\w``, each mapped to a space.
-_ASCII_NON_WORD = str.maketrans(
-    {c: " " for c in map(chr, range(128)) if not (c.isalnum() or c == "_")}
-)
+#: A byte table mapping each ASCII character outside ``\w`` to a space.
+_ASCII_NON_WORD = bytes(c if chr(c).isalnum() or c == ord("_") else 32 for c in range(256))
 
 
 class RankedHit(NamedTuple):
@@ -125,45 +123,40 @@ def fold_similar(ranked: Sequence[RankedHit], threshold: float, groups: int) -> 
     nothing. The scan stops at the first hit that would start one group too many, so the
     folded hits are those ranked above it.
 
-    Pairs are found by prefix filtering: with every word set in one fixed order (plain
-    string order: a sort without a key function, several times cheaper than one by
-    length), two sets at or above the threshold share a word among the first
-    ``len - ceil(threshold * len) + 1`` of each, so only leaders sharing one are compared.
-    """
+    Each hit is compared with the leaders (at most ``groups``) directly: with so few
+    pairs, an index of shared words (prefix filtering) cost more than the comparisons it
+    saved. A leader whose size differs from the hit's by more than the threshold allows
+    (Jaccard is at most the smaller size over the larger) is passed over uncompared."""
     leaders: list[tuple[RankedHit, frozenset[str], list[SearchHit]]] = []
-    by_prefix_word: dict[str, list[int]] = {}
     for candidate in ranked:
         words = _word_set(candidate.hit.text)
-        prefix = _prefix(words, threshold)
-        sharing = sorted({n for word in prefix for n in by_prefix_word.get(word, ())})
-        home = next((n for n in sharing if _jaccard(words, leaders[n][1]) >= threshold), None)
+        home = next(
+            (
+                folded
+                for _, other, folded in leaders
+                if words
+                and min(len(words), len(other)) / max(len(words), len(other)) >= threshold
+                and _jaccard(words, other) >= threshold
+            ),
+            None,
+        )
         if home is not None:
-            leaders[home][2].append(candidate.hit)
+            home.append(candidate.hit)
             continue
         if len(leaders) == groups:
             break
-        for word in prefix:
-            by_prefix_word.setdefault(word, []).append(len(leaders))
         leaders.append((candidate, words, []))
     return [RankedHit(r.hit, r.relevance, tuple(folded)) for r, _, folded in leaders]
 
 
 def _word_set(text: str) -> frozenset[str]:
     """The ``\\w+`` words of ``text`` lowercased. An ASCII text (most) is split at its
-    non-word characters made spaces: the same words, in under half the regex's time."""
+    non-word characters made spaces (a byte table: C speed, where ``str.translate``
+    looks each character up in a dict): the same words, in under half the regex's time."""
     lowered = text.lower()
     if lowered.isascii():
-        return frozenset(lowered.translate(_ASCII_NON_WORD).split())
+        return frozenset(lowered.encode().translate(_ASCII_NON_WORD).decode().split())
     return frozenset(_WORDS.findall(lowered))
-
-
-def _prefix(words: frozenset[str], threshold: float) -> list[str]:
-    """The first words of a set in the fixed order, as many as any set at ``threshold``
-    must share with it."""
-    if threshold > 1 or not words:
-        return []
-    size = len(words) - math.ceil(threshold * len(words)) + 1
-    return sorted(words)[:size]
 
 
 def _needle(term: str) -> str | None:
@@ -239,13 +232,26 @@ def _scan_joined(
     """Mark in ``held`` the terms the ``aligned`` texts hold, found in their lowercased
     join. Where a term's needle occurs, a single word needs only a non-word character (or
     the edge) on both sides, what the regex's lookarounds test; other terms, the regex
-    anchored there. A text found holding a term is skipped to the next."""
+    anchored there. A text found holding a term is skipped to the next.
+
+    When the texts are ASCII, every non-word character of the join is made a space (a
+    byte table) and a plain word (letters, digits, ``_``) is looked for with a space on
+    each side: only its whole-word occurrences are found, none is checked in Python."""
     joined = "\n".join(texts[i] for i in aligned)  # a non-word separator: no word spans two
     lowered = _folded(joined)
-    starts, offset = [], 0
+    spaced = (
+        " " + lowered.encode().translate(_ASCII_NON_WORD).decode() + " "
+        if lowered.isascii()
+        else None
+    )
+    starts: list[int] = []
+    ends: list[int] = []
+    offset = 0
     for index in aligned:
         starts.append(offset)
-        offset += len(texts[index]) + 1
+        offset += len(texts[index])
+        ends.append(offset)
+        offset += 1
     for column, ((text, prefix), pattern) in enumerate(zip(terms, patterns, strict=True)):
         needle = _needle(text)
         if needle is None:
@@ -253,21 +259,36 @@ def _scan_joined(
                 held[index][column] = pattern.search(texts[index]) is not None
             continue
         word = not prefix and needle == text
+        if word and spaced is not None and _is_plain_word(needle):
+            # At index ``at`` of ``spaced``: the space before the word, which starts at
+            # ``at`` of ``joined`` (``spaced`` has one character more in front).
+            key = f" {needle} "
+            at = spaced.find(key)
+            while at >= 0:
+                slot = bisect.bisect_right(starts, at) - 1
+                held[aligned[slot]][column] = True
+                at = spaced.find(key, ends[slot] + 1)
+            continue
         at = lowered.find(needle)
+        after_needle = len(needle)
         while at >= 0:
             slot = bisect.bisect_right(starts, at) - 1
-            end = starts[slot] + len(texts[aligned[slot]])
-            after = at + len(needle)
+            after = at + after_needle
             if (
                 (at == 0 or not _is_word(joined[at - 1]))
                 and (after == len(joined) or not _is_word(joined[after]))
                 if word
-                else pattern.match(joined, at, end) is not None
+                else pattern.match(joined, at, ends[slot]) is not None
             ):
                 held[aligned[slot]][column] = True
-                at = lowered.find(needle, end + 1)
+                at = lowered.find(needle, ends[slot] + 1)
             else:
                 at = lowered.find(needle, at + 1)
+
+
+def _is_plain_word(needle: str) -> bool:
+    """Whether ``needle`` is ASCII letters, digits and ``_`` only (one ``\\w+`` word)."""
+    return needle.isascii() and needle.replace("_", "a").isalnum()
 
 
 def _is_word(character: str) -> bool:

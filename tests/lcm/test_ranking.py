@@ -74,6 +74,44 @@ def test_folding_keeps_the_best_member_and_lists_the_rest_in_order():
     assert [g.hit.id for g in fold_similar(ranked, threshold=1.5, groups=2)] == [1, 2]
 
 
+_FOLD_WORDS = st.sampled_from(["look", "at", "src", "fix", "Batch", "the", "key", "K1", "é", "_x"])
+
+
+@given(
+    texts=st.lists(st.lists(_FOLD_WORDS, max_size=8).map(" ".join), max_size=14),
+    threshold=st.sampled_from([0.3, 0.5, 0.75, 1.0, 1.5]),
+    groups=st.integers(1, 5),
+)
+def test_folding_puts_each_hit_under_the_first_leader_similar_enough(
+    texts: list[str], threshold: float, groups: int
+) -> None:
+    """Against the rule as written: each hit in order joins the first leader whose word
+    set's Jaccard similarity with its own reaches the threshold (an empty set joins none),
+    else leads, until one leader too many would start (#17)."""
+    ranked = [ranking.RankedHit(hit(n, text, -1.0), 1.0) for n, text in enumerate(texts)]
+    leaders: list[tuple[int, frozenset[str], list[int]]] = []
+    for n, text in enumerate(texts):
+        words = frozenset(ranking._WORDS.findall(text.lower()))
+        home = next(
+            (
+                folded
+                for _, other, folded in leaders
+                if words and other and len(words & other) / len(words | other) >= threshold
+            ),
+            None,
+        )
+        if home is not None:
+            home.append(n)
+        elif len(leaders) == groups:
+            break
+        else:
+            leaders.append((n, words, []))
+    groups_found = fold_similar(ranked, threshold, groups)
+    assert [(g.hit.id, [h.id for h in g.similar]) for g in groups_found] == [
+        (n, folded) for n, _, folded in leaders
+    ]
+
+
 def test_the_substring_prefilter_agrees_with_the_exact_word_regex():
     """The needle search over the joined texts rules out only what the regex would not
     match, and no match spans two texts (#17)."""
@@ -85,6 +123,8 @@ def test_the_substring_prefilter_agrees_with_the_exact_word_regex():
         ("servic", True),
         ("service key", False),
         ("ключ", False),
+        ("app.py", False),
+        ("x_1", False),
     ]
     patterns = [exact_pattern(t, p) for t, p in terms]
     texts = [
@@ -99,6 +139,8 @@ def test_the_substring_prefilter_agrees_with_the_exact_word_regex():
         "key starts this one",
         "\u0130stanbul service key",  # lowercases to two characters: matched on its own
         "",
+        "see src/App.py:12 and x_1, not myapp.py or x_12",
+        "app.pyc x_1x",
     ]
     expected = [[p.search(text) is not None for p in patterns] for text in texts]
     assert _holdings(texts, terms) == expected
@@ -116,9 +158,10 @@ def test_the_joined_needle_search_agrees_with_the_regex_on_random_texts():
                   "\u212aey", "ke\u0131", "keyé", "ékey"]  # fmt: skip
     separators = [" ", "-", ", ", "\n", "_", "", "  ", ".", "/"]
     terms = [("service", False), ("key", False), ("servic", True), ("service key", False),
-             ("key service", False), ("ключ", False)]  # fmt: skip
+             ("key service", False), ("ключ", False), ("x_key", False), ("key9", False),
+             ("monkey.key", False), ("services", False)]  # fmt: skip
     patterns = [exact_pattern(t, p) for t, p in terms]
-    for _ in range(300):
+    for _ in range(600):
         texts = [
             "".join(
                 rng.choice(vocabulary) + rng.choice(separators) for _ in range(rng.randint(0, 6))
