@@ -441,9 +441,9 @@ class PgLcmStore(StoreCommon):
         all_terms: str | None = None,
     ) -> list[SearchHit]:
         """Matches newest first, or ranked among the newest ``relevance_window`` matches
-        (None: every match, ``LIMIT NULL``) together with the newest ``relevance_window``
-        matches of ``all_terms`` (every term required: rare, so it reaches back through the
-        whole history cheaply);
+        (None: every match, ``LIMIT NULL``) together with the newest ``limit`` matches of
+        ``all_terms`` (every term required: usually rare, so it reaches back through the
+        whole history cheaply; where every word is common, the newest pool's worth);
         long texts as a headline, or as their first ``preview_chars`` characters when given
         (``ts_headline`` parses the whole text: ask :meth:`snippets` for the hits shown).
 
@@ -482,7 +482,7 @@ class PgLcmStore(StoreCommon):
                 f"{query_sql}), 1 FROM {table} {alias} WHERE {alias}.tsv @@ {every_sql} "
                 f"AND {scope} ORDER BY 1 DESC LIMIT %s)) candidates GROUP BY id) pool"
             )
-            pool_params = [*phrases, *every_phrases, *scope_params, cap]
+            pool_params = [*phrases, *every_phrases, *scope_params, limit]
             order = f"every DESC, {order}"
         sql = (
             f"WITH hits AS MATERIALIZED (SELECT {alias}.id, ts_rank({alias}.tsv, "

@@ -708,8 +708,8 @@ class SqliteStore(StoreCommon):
         the whole history and ranked by the same bm25, come first in the pool, so a message
         holding every word is a candidate however old it is, however often its words recur
         later and however low bm25 puts it (a long tool output); the caller's reranking
-        orders the pool. Holding every word is rare: that pass costs the few such matches
-        (FTS5 seeks each word's list to the next rowid the others hold), not the history."""
+        orders the pool. The newest ``limit`` such matches are taken (usually all: holding
+        every word is rare; where every word is common, thousands may)."""
         if not conversation_ids:
             return []
         if target == "messages":
@@ -767,20 +767,24 @@ class SqliteStore(StoreCommon):
             # The matches are ranked on their ids and scores alone, and only the best
             # ``limit`` are read whole: a sort would carry every column of every match,
             # and a column stored after a long text costs a read through the text.
-            # ``holding``: only the matches that match it too, from the whole history.
+            # ``holding``: only the matches that match it too, its newest ``limit`` from
+            # the whole history. The unary plus keeps SQLite from handing that list to
+            # FTS5 as rowids to look the query up at one by one: each look-up walks a
+            # common word's whole list (25,000 took two minutes); the query's matches are
+            # read once instead, and bm25 runs for the rows in the list alone.
             floor = window(query) if holding is None else None
             sql = (
                 f"WITH top AS MATERIALIZED (SELECT {fts}.rowid AS id, {score} AS score "
                 f"{joined} WHERE {fts} MATCH ? AND {scope}"
                 + (f" AND {fts}.rowid >= ?" if floor else "")
-                + (f" AND {fts}.rowid IN (SELECT rowid FROM {fts} WHERE {fts} MATCH ?)"
-                   if holding else "")
+                + (f" AND +{fts}.rowid IN (SELECT rowid FROM {fts} WHERE {fts} MATCH ? "
+                   "ORDER BY rowid DESC LIMIT ?)" if holding else "")
                 + f" ORDER BY 2 LIMIT ?) SELECT {columns(beginning)}, top.score, "
                 f"{call} FROM top JOIN {table} {alias} ON {alias}.id = top.id ORDER BY top.score"
             )  # fmt: skip
             params = [
                 query, *scope_params, *([floor[0]] if floor else []),
-                *([holding] if holding else []), limit,
+                *([holding, limit] if holding else []), limit,
             ]  # fmt: skip
             return self._conn.execute(sql, params).fetchall()
 
