@@ -26,7 +26,6 @@ from ..contract.models import SummaryResult
 from ..tokens import TokenCounter
 from .errors import SummarizerError
 from .extractive import ExtractiveBackend
-from .openai_backend import OpenAIBackend
 from .render import render_transcript
 from .settings import LiteLLMSettings, OpenAISettings, parse_backend_settings
 from .truncate import truncate_to_tokens
@@ -83,6 +82,10 @@ class SummarizerService:
                 count_text=self.counter.count_text,
             )
         if isinstance(self.settings, OpenAISettings):
+            # Imported here: its HTTP client loads ssl and http.client (~10 MiB resident),
+            # which a host summarizing offline never needs.
+            from .openai_backend import OpenAIBackend
+
             return OpenAIBackend(
                 self.settings,
                 shrink=lambda content, limit, focus: self.extractive.summarize(
