@@ -211,3 +211,38 @@ def test_empty_content_gives_an_empty_summary_without_calling_the_backend():
     plugin = ScriptedPlugin({0: "should not be asked"})
     result = _service(plugin).summarize([{"role": "user", "content": ""}], 100)
     assert result.text == "" and plugin.levels == []
+
+
+def test_the_transcript_is_rendered_only_when_truncation_cuts_the_input(monkeypatch):
+    from ctxengine_host.summarizer import service as service_module
+
+    rendered: list[object] = []
+    real = service_module.render_transcript
+    monkeypatch.setattr(
+        service_module,
+        "render_transcript",
+        lambda content: rendered.append(content) or real(content),
+    )
+    assert _service().summarize(CONTENT, 200).level == 0
+    assert rendered == []  # the backend answered: no transcript was needed
+    result = _service(ScriptedPlugin({0: " ", 1: " "})).summarize(CONTENT, 20)
+    assert result.level == 2 and result.text.startswith("[user] Step 0")
+    assert rendered == [CONTENT]
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "",
+        "plain text",
+        [],
+        [{"role": "user", "content": ""}],
+        [{"role": "tool", "tool_call_id": "c1", "content": ""}],
+        [{"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "function": {}}]}],
+        CONTENT,
+    ],
+)
+def test_has_transcript_says_whether_the_rendered_transcript_is_empty(content):
+    from ctxengine_host.summarizer.render import has_transcript, render_transcript
+
+    assert has_transcript(content) == bool(render_transcript(content))

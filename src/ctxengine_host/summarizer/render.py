@@ -90,3 +90,10 @@ def render_transcript(content: str | list[dict[str, Any]]) -> str:
     if isinstance(content, str):
         return content
     return "\n".join(f"[{source}] {text}" for source, text in labelled_pieces(content))
+
+
+def has_transcript(content: str | list[dict[str, Any]]) -> bool:
+    """Whether :func:`render_transcript` of ``content`` is not empty, without rendering it."""
+    if isinstance(content, str):
+        return bool(content)
+    return next(labelled_pieces(content), None) is not None

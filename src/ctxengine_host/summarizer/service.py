@@ -26,8 +26,7 @@ from ..contract.models import SummaryResult
 from ..tokens import TokenCounter
 from .errors import SummarizerError
 from .extractive import ExtractiveBackend
-from .openai_backend import OpenAIBackend
-from .render import render_transcript
+from .render import has_transcript, render_transcript
 from .settings import LiteLLMSettings, OpenAISettings, parse_backend_settings
 from .truncate import truncate_to_tokens
 
@@ -83,6 +82,10 @@ class SummarizerService:
                 count_text=self.counter.count_text,
             )
         if isinstance(self.settings, OpenAISettings):
+            # Imported here: its HTTP client loads ssl and http.client (~10 MiB resident),
+            # which a host summarizing offline never needs.
+            from .openai_backend import OpenAIBackend
+
             return OpenAIBackend(
                 self.settings,
                 shrink=lambda content, limit, focus: self.extractive.summarize(
@@ -135,12 +138,11 @@ class SummarizerService:
         """
         target = max(0, int(target_tokens))
         previous = previous or None
-        source = "\n\n".join(part for part in (previous, render_transcript(content)) if part)
-        if not source:
+        if not previous and not has_transcript(content):
             return SummaryResult(text="", level=0, backend=self.backend_name)
         input_tokens = self._input_tokens(content, previous)
         try:
-            result = self._escalate(content, target, focus_topic, previous, source, input_tokens)
+            result = self._escalate(content, target, focus_topic, previous, input_tokens)
         except SummarizerError:
             self._count(None)
             raise
@@ -166,7 +168,6 @@ class SummarizerService:
         target: int,
         focus_topic: str | None,
         previous: str | None,
-        source: str,
         input_tokens: int,
     ) -> SummaryResult:
         """Levels 0 and 1 from the backend, then truncation; an empty summary never counts.
@@ -192,7 +193,9 @@ class SummarizerService:
                 )
             candidates.append((tokens, text))
         limit = min(target, max(0, input_tokens - 1))
-        shortest = min(candidates, key=lambda c: c[0])[1] if candidates else source
+        shortest = (
+            min(candidates, key=lambda c: c[0])[1] if candidates else _source(content, previous)
+        )
         text = truncate_to_tokens(shortest, limit, self.counter)
         return SummaryResult(
             text=text,
@@ -261,6 +264,12 @@ class SummarizerService:
             self._stats[f"level_{result.level}"] += 1
             self._stats["input_tokens"] += result.input_tokens
             self._stats["output_tokens"] += result.output_tokens
+
+
+def _source(content: str | list[dict[str, Any]], previous: str | None) -> str:
+    """The whole input as one text, the previous summary first: what truncation cuts when
+    no level produced any text (rendered only then: most summaries never need it)."""
+    return "\n\n".join(part for part in (previous, render_transcript(content)) if part)
 
 
 def _empty_stats() -> dict[str, int]:
