@@ -16,9 +16,10 @@ the shared machine hits both.
 
 Figures per size: per-turn engine time of turns that did not compact (median / p95),
 session wall (the engine's setup, reported apart: imports, the store's first open and, for
-ours, the tokenizer's one-time load; the peer counts chars / 4), ``lcm_grep`` keyword query time (median / p95) and keyword recall (planted
-message among the top 10) after the session, peak RSS above the baseline taken before the
-engine was built, ingest rate (messages stored per second of engine time spent storing).
+ours, the tokenizer's one-time load; the peer counts chars / 4), ``lcm_grep`` keyword
+query time (median / p95) and keyword recall (planted message among the top 10) after the
+session, peak RSS above the baseline taken before the engine was built, ingest rate
+(messages stored per second of engine time spent storing).
 
     .venv/bin/python benchmarks/bench_peer.py                      # ours alone, 1k and 10k
     .venv/bin/python benchmarks/bench_peer.py --peer-src /tmp/hermes-lcm
