@@ -10,11 +10,14 @@ search run under ``statement_timeout``.
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Literal
 
 from ctxengine_host.stores.pg import (
+    DeadlineReads,
     PgTarget,
     PgUnavailable,
     Schema,
@@ -36,6 +39,7 @@ from .store import (
     Grant,
     NewMessage,
     SearchHit,
+    StatementTimedOut,
     StoredMessage,
     StoredSummary,
 )
@@ -267,6 +271,8 @@ class PgLcmStore(StoreCommon):
         self.path = self.target.label
         self._scan_timeout_ms = max(1, int(statement_timeout_seconds * 1000))
         self._pool = open_checked(self.target, LCM_SCHEMA)
+        #: The calling thread's reads under a deadline (:meth:`read_deadline`), if any.
+        self._deadline = threading.local()
 
     def close(self) -> None:
         """Nothing to release: connections belong to the process's shared pool."""
@@ -275,7 +281,43 @@ class PgLcmStore(StoreCommon):
         return transaction(self._pool, self.target, f"LCM store: {what}")
 
     def _read(self, sql: str, params: Sequence[Any] = (), what: str = "reading") -> list[tuple]:
+        reads = self._deadline_reads()
+        if reads is not None:
+            return self._read_by(reads, what, sql, params)
         return read(self._pool, self.target, f"LCM store: {what}", sql, params)
+
+    @contextmanager
+    def read_deadline(self, deadline: float | None) -> Iterator[None]:
+        """The calling thread's reads run on one connection under ``statement_timeout``
+        within the block (:class:`~ctxengine_host.stores.pg.DeadlineReads`; None: as
+        without a deadline); an enclosing block's applies again after it."""
+        enclosing = self._deadline_reads()
+        reads = None if deadline is None else DeadlineReads(self._pool, self.target, deadline)
+        self._deadline.reads = reads
+        try:
+            yield
+        finally:
+            self._deadline.reads = enclosing
+            if reads is not None:
+                reads.close()
+
+    def _deadline_reads(self) -> DeadlineReads | None:
+        """The calling thread's reads under a deadline, if it set one."""
+        return getattr(self._deadline, "reads", None)
+
+    def _read_by(
+        self, reads: DeadlineReads, what: str, sql: str, params: Any, prepare: bool | None = None
+    ) -> list[tuple]:
+        """A read under the thread's deadline: not sent once it has passed, cancelled by
+        the server when it runs past it."""
+        import psycopg
+
+        if reads.seconds_left() <= 0:
+            raise StatementTimedOut(f"{self.path}: the deadline passed before {what}")
+        try:
+            return reads.read(f"LCM store: {what}", sql, params, prepare)
+        except psycopg.errors.QueryCanceled as exc:
+            raise StatementTimedOut(f"{self.path}: {what} ran past its deadline") from exc
 
     # Conversations.
 
@@ -555,6 +597,9 @@ class PgLcmStore(StoreCommon):
         and the choice between the index on ids and the GIN index depends on them."""
         import psycopg
 
+        reads = self._deadline_reads()
+        if reads is not None:
+            return self._read_by(reads, "full-text search", sql, params, prepare=False)
         try:
             with self._pool.connection() as conn:
                 return conn.execute(sql, params, prepare=False).fetchall()
@@ -599,9 +644,12 @@ class PgLcmStore(StoreCommon):
 
     def _scan_page(self, sql: str, params: Sequence[Any]) -> list[tuple] | None:
         """One page under ``statement_timeout``; None when the server could not serve it in
-        time: the scan ends early instead of holding a connection."""
+        time: the scan ends early instead of holding a connection. Under a read deadline,
+        a read like the others (capped by the deadline)."""
         import psycopg
 
+        if self._deadline_reads() is not None:
+            return self._read(sql, params, "scanning for a regex")
         try:
             with self._tx("scanning for a regex") as conn:
                 conn.execute(f"SET LOCAL statement_timeout = {self._scan_timeout_ms}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
@@ -34,6 +34,7 @@ from .store import (
     Conversation,
     NewMessage,
     SearchHit,
+    StatementTimedOut,
     StoredMessage,
     StoredSummary,
 )
@@ -312,6 +313,12 @@ _WITHIN_CANDIDATES = 2_000
 _SNIPPET_TOKENS = 48
 
 
+#: SQLite VM instructions between two checks of a read deadline (:meth:`SqliteStore.read_deadline`):
+#: a check costs about as much as a few hundred instructions, so this is well under 1% of
+#: a statement's time, and a statement stops within a fraction of a millisecond.
+DEADLINE_CHECK_INSTRUCTIONS = 10_000
+
+
 #: SQLite's largest rowid: with it taken, new rows get ids drawn at random.
 _MAX_ROWID = (1 << 63) - 1
 
@@ -323,6 +330,17 @@ def _new_ids(top: int, count: int) -> range | None:
     largest is :data:`_MAX_ROWID`, and nothing else writes the table inside the
     transaction, so the ids are consecutive as long as they stay below it."""
     return range(top + 1, top + 1 + count) if top + count < _MAX_ROWID else None
+
+
+def _passed(deadline: float) -> Callable[[], bool]:
+    """A progress handler that stops the statement once ``deadline`` has passed, in the
+    thread that installs it only."""
+    thread = threading.get_ident()
+
+    def passed() -> bool:
+        return time.monotonic() >= deadline and threading.get_ident() == thread
+
+    return passed
 
 
 class StoreError(RuntimeError):
@@ -338,6 +356,8 @@ class SqliteStore(StoreCommon):
         self.path = str(path)
         Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
+        #: Each thread's read deadline, while one is set (:meth:`read_deadline`).
+        self._deadlines: dict[int, float] = {}
         self._busy_timeout = busy_timeout_seconds
         self._conn = sqlite3.connect(
             self.path,
@@ -449,8 +469,47 @@ class SqliteStore(StoreCommon):
                 conn.execute("COMMIT")
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        with self._reading() as conn:
+            return conn.execute(sql, params).fetchall()
+
+    @contextmanager
+    def read_deadline(self, deadline: float | None) -> Iterator[None]:
+        """The calling thread's read statements are interrupted at ``deadline`` within the
+        block (:meth:`_reading`; None: not at all); an enclosing block's applies again after."""
+        thread = threading.get_ident()
+        enclosing = self._deadlines.pop(thread, None)
+        if deadline is not None:
+            self._deadlines[thread] = deadline
+        try:
+            yield
+        finally:
+            self._deadlines.pop(thread, None)
+            if enclosing is not None:
+                self._deadlines[thread] = enclosing
+
+    @contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        """The connection, locked, for read statements: past the calling thread's read
+        deadline, the statement running is interrupted (:class:`StatementTimedOut`). Never
+        inside a write transaction, whose statements must all run; the connection has no
+        progress handler again when the block ends."""
         with self._lock:
-            return self._conn.execute(sql, params).fetchall()
+            conn = self._conn
+            deadline = self._deadlines.get(threading.get_ident())
+            if deadline is None or conn.in_transaction:
+                yield conn
+                return
+            if time.monotonic() >= deadline:
+                raise StatementTimedOut(f"{self.path}: the deadline passed before the read")
+            conn.set_progress_handler(_passed(deadline), DEADLINE_CHECK_INSTRUCTIONS)
+            try:
+                yield conn
+            except sqlite3.OperationalError as exc:
+                if exc.sqlite_errorcode == sqlite3.SQLITE_INTERRUPT:
+                    raise StatementTimedOut(f"{self.path}: a read ran past its deadline") from exc
+                raise
+            finally:
+                conn.set_progress_handler(None, 0)
 
     # Conversations.
 
@@ -788,7 +847,7 @@ class SqliteStore(StoreCommon):
             ]  # fmt: skip
             return self._conn.execute(sql, params).fetchall()
 
-        with self._lock:
+        with self._reading():
             if by_relevance:
                 rows = ranked(fts_query)
                 # Holding every word: in the pool whatever its bm25, which is the query's
@@ -834,10 +893,8 @@ class SqliteStore(StoreCommon):
             for fts in tables
         )
         params = [value for operand in operands for _ in tables for value in (operand, cap)]
-        with self._lock:
-            row = self._conn.execute(
-                "SELECT " + ", ".join([one] * len(operands)), params
-            ).fetchone()
+        with self._reading() as conn:
+            row = conn.execute("SELECT " + ", ".join([one] * len(operands)), params).fetchone()
         return list(row)
 
     def snippets(
@@ -860,8 +917,8 @@ class SqliteStore(StoreCommon):
             f"FROM {fts} JOIN {table} t ON t.id = {fts}.rowid WHERE {fts} MATCH ? "
             f"AND {fts}.rowid IN ({marks}) AND length(t.content) > ?"
         )
-        with self._lock:
-            rows = self._conn.execute(sql, [fts_query, *ids, whole_chars]).fetchall()
+        with self._reading() as conn:
+            rows = conn.execute(sql, [fts_query, *ids, whole_chars]).fetchall()
         return {row[0]: row[1] for row in rows}
 
     def search_within(
@@ -930,8 +987,8 @@ class SqliteStore(StoreCommon):
             *operands, limit, fts_query,
         ]  # fmt: skip
         self.index_pending()
-        with self._lock:
-            rows = self._conn.execute(sql, params).fetchall()
+        with self._reading() as conn:
+            rows = conn.execute(sql, params).fetchall()
         score = (lambda held: -float(held)) if by_relevance else (lambda held: None)
         return [
             SearchHit("message", r[0], r[1], r[2], r[3], r[4], r[5], -1, score(r[6])) for r in rows

@@ -8,6 +8,7 @@ after a crash the context is the old one or the new one, never a mix.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal, NamedTuple, Protocol
@@ -80,6 +81,11 @@ class StoredSummary(NamedTuple):
     source_tokens: int
     created_at: float
     summarizer_level: int
+
+
+class StatementTimedOut(RuntimeError):
+    """A read statement was interrupted at its caller's deadline (:meth:`LcmStore.read_deadline`);
+    what it read is lost, the store is unchanged."""
 
 
 @dataclass(frozen=True)
@@ -308,6 +314,15 @@ class LcmStore(Protocol):
         until: float | None,
         max_rows: int,
     ) -> Iterable[SearchHit]: ...
+
+    def read_deadline(self, deadline: float | None) -> AbstractContextManager[None]:
+        """Within the block, a read statement of the calling thread still running at
+        ``deadline`` (``time.monotonic()``), or starting after it, raises
+        :class:`StatementTimedOut`. A caller checks its time budget between statements;
+        this caps the statement in flight, whose cost the caller's arguments (a model's)
+        decide. Other threads' statements and every write run as before. A nested block
+        replaces the deadline until it ends (None: no deadline)."""
+        ...
 
     # Sub-agent grants.
     def create_grant(self, grant: Grant) -> int: ...

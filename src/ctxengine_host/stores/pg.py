@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import atexit
 import hashlib
+import math
 import os
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -241,6 +243,79 @@ def read(pool: Any, target: PgTarget, what: str, sql: str, params: Any = ()) -> 
                     f"{what}: the connection to {target.label} failed ({_first_line(exc)})"
                 ) from exc
     raise AssertionError("unreachable")
+
+
+class DeadlineReads:
+    """One thread's reads while a deadline holds: each statement is cancelled by the
+    server (``psycopg.errors.QueryCanceled``) once it runs past the deadline.
+
+    The reads share one pooled connection, taken at the first and given back by
+    :meth:`close`, whose ``statement_timeout`` is set to the time left: once for the
+    usual short run of reads, again only when :data:`TIMEOUT_SLACK_SECONDS` have passed
+    since (a round trip per statement would double a rare-term search's round trips), and
+    reset by :meth:`close`. Writes take connections of their own, without the timeout.
+    """
+
+    #: How far past the deadline a statement may run: the time since the timeout was set.
+    TIMEOUT_SLACK_SECONDS = 0.1
+
+    def __init__(self, pool: Any, target: PgTarget, deadline: float) -> None:
+        self.deadline = deadline
+        self._pool, self._target = pool, target
+        self._stack = ExitStack()
+        self._conn: Any = None
+        self._timeout_set_at: float | None = None
+
+    def read(
+        self, what: str, sql: str, params: Any = (), prepare: bool | None = None
+    ) -> list[tuple]:
+        """One read statement; :class:`PgUnavailable` when the connection fails."""
+        import psycopg
+
+        try:
+            conn = self._connection()
+            self._bound_statement_time(conn)
+            return conn.execute(sql, params, prepare=prepare).fetchall()
+        except psycopg.OperationalError as exc:
+            if not _connection_lost(exc):
+                raise
+            raise PgUnavailable(
+                f"{what}: the connection to {self._target.label} failed ({_first_line(exc)})"
+            ) from exc
+
+    def seconds_left(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def _connection(self) -> Any:
+        if self._conn is None:
+            self._conn = self._stack.enter_context(self._pool.connection())
+        return self._conn
+
+    def _bound_statement_time(self, conn: Any) -> None:
+        """Set ``statement_timeout`` to the time left, unless set within the slack (at
+        least 1 ms: 0 would mean no timeout at all)."""
+        now = time.monotonic()
+        if (
+            self._timeout_set_at is not None
+            and now - self._timeout_set_at < self.TIMEOUT_SLACK_SECONDS
+        ):
+            return
+        left_ms = max(1, math.ceil((self.deadline - now) * 1000))
+        conn.execute("SELECT set_config('statement_timeout', %s, false)", (f"{left_ms}ms",))
+        self._timeout_set_at = now
+
+    def close(self) -> None:
+        """Give the connection back with the server's ``statement_timeout`` (a connection
+        whose reset fails is closed: the pool drops it rather than lend out the timeout)."""
+        import psycopg
+
+        if self._conn is not None and self._timeout_set_at is not None:
+            try:
+                self._conn.execute("RESET statement_timeout")
+            except psycopg.Error:
+                self._conn.close()
+        self._stack.close()
+        self._conn = None
 
 
 def _connection_lost(exc: BaseException) -> bool:
