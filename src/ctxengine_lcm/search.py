@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TypeVar
 
 import regex
 
-from .store import SearchHit
+from .store import SearchHit, StatementTimedOut
+
+_T = TypeVar("_T")
 
 _WORD = re.compile(r"\w", re.UNICODE)
 #: A quoted phrase, or a run of non-space characters.
@@ -254,7 +257,8 @@ def _class_end(pattern: str, start: int) -> int:
 class WorkBudget:
     """What one tool call may still spend: time, and store statements. A search checks it
     before each step and stops early, marking its result partial, instead of running past
-    the hook timeout."""
+    the hook timeout; the store interrupts a statement still running at the deadline
+    (``LcmStore.read_deadline``), which ends the search the same way."""
 
     deadline: float
     statements: int
@@ -271,6 +275,18 @@ class WorkBudget:
             return False
         self.statements -= statements
         return True
+
+    def read(self, step: Callable[[], _T], fallback: _T, statements: int = 1) -> _T:
+        """What ``step`` (store reads) returns if the budget allows ``statements`` more,
+        else ``fallback``; ``fallback`` too, out of time, when the store interrupted it at
+        the deadline."""
+        if not self.spend(statements):
+            return fallback
+        try:
+            return step()
+        except StatementTimedOut:
+            self.exhausted = "time"
+            return fallback
 
 
 @dataclass
@@ -292,9 +308,26 @@ def regex_scan(
     """Match ``pattern`` against rows until ``limit`` hits, the rows run out, or ``deadline``.
 
     Each search gets the time left as the regex module's timeout, so a catastrophic
-    pattern stops at the deadline instead of hanging the tool.
+    pattern stops at the deadline instead of hanging the tool; a page of rows the store
+    stopped reading at its deadline ends the scan the same way.
     """
     scan = RegexScan()
+    try:
+        _scan_rows(pattern, rows, limit, deadline, whole_chars, scan)
+    except StatementTimedOut:
+        scan.timed_out = True
+    return scan
+
+
+def _scan_rows(
+    pattern: regex.Pattern[str],
+    rows: Iterable[SearchHit],
+    limit: int,
+    deadline: float,
+    whole_chars: int,
+    scan: RegexScan,
+) -> None:
+    """The loop of :func:`regex_scan`, adding to ``scan``."""
     for row in rows:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
@@ -320,7 +353,6 @@ def regex_scan(
         )
         if len(scan.hits) >= limit:
             break
-    return scan
 
 
 def regex_snippet(text: str, start: int, end: int, whole_chars: int) -> str:

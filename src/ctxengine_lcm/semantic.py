@@ -28,6 +28,7 @@ import importlib.util
 import threading
 import time
 from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -77,6 +78,8 @@ class VectorStore(Protocol):
     ) -> list[tuple[int, bytes]]: ...
 
     def messages_by_id(self, ids: Iterable[int]) -> dict[int, StoredMessage]: ...
+
+    def read_deadline(self, deadline: float | None) -> AbstractContextManager[None]: ...
 
 
 def require(postgres: bool) -> None:
@@ -195,7 +198,11 @@ def nearest_messages(
     negated similarity, lower is better, as the stores report), their text cut to
     ``preview`` characters. ``options``: (candidates, vectors scanned, preview)."""
     k, scanned, preview = options
-    index_newest(store, conversation_ids, scanned, deadline)
+    # Its reads are bounded by the configuration, and its first batch must run whatever
+    # the time: not cut short by the caller's read deadline (its own is checked between
+    # batches).
+    with store.read_deadline(None):
+        index_newest(store, conversation_ids, scanned, deadline)
     rows = store.message_vectors(conversation_ids, since, until, scanned)
     if not rows:
         return []

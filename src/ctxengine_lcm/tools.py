@@ -12,6 +12,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any, Literal, cast
 
 import regex
@@ -257,6 +258,37 @@ class ToolRunner:
         budget = WorkBudget(
             time.monotonic() + cfg.grep_time_budget_seconds, cfg.grep_max_statements
         )
+        # The budget is checked between statements; the store stops one still running at
+        # its deadline (a model's arguments decide what a statement costs).
+        with self.store.read_deadline(budget.deadline):
+            items = self._grep_items(
+                pattern, mode, ignore_case, targets, (since, until), limit, sort, access, result,
+                budget,
+            )  # fmt: skip
+        items = self._charge(items, access)
+        result["results"] = items
+        result["count"] = len(items)
+        if budget.exhausted is not None or result.get("terms_dropped") or result.get("timed_out"):
+            result["partial"] = True
+            result["partial_reason"] = _partial_reason(budget, result, cfg)
+        return result
+
+    def _grep_items(
+        self,
+        pattern: str,
+        mode: str,
+        ignore_case: bool,
+        targets: list[SearchTarget],
+        period: tuple[float | None, float | None],
+        limit: int,
+        sort: str,
+        access: Access,
+        result: dict[str, Any],
+        budget: WorkBudget,
+    ) -> list[dict[str, Any]]:
+        """The results of a grep, each with what is read along with it (covering summary,
+        inner hits, tool steps, differences of folded near-duplicates)."""
+        since, until = period
         if mode == "full_text":
             hits, folded = self._fulltext(
                 pattern, targets, since, until, limit, sort, access, result, budget
@@ -271,21 +303,23 @@ class ToolRunner:
         # the others with the query as written (each operand costs statements per hit).
         inner_expanded = result.pop("_fts_query_expanded", None)
         expanded_only = result.pop("_expanded_only", set())
-        parents = _covering_summaries(self.store, hits) if budget.spend() else {}
+        parents = budget.read(partial(_covering_summaries, self.store, hits), {})
         # The spans of the best summary hits, for their inner hits: one read for them all.
         inner_for = [h.id for h in hits if h.kind == "summary"][:INNER_SUMMARY_HITS]
         spans = (
-            self.store.summaries_by_id(inner_for)
-            if (inner is not None or inner_expanded is not None) and inner_for and budget.spend()
+            budget.read(partial(self.store.summaries_by_id, inner_for), {})
+            if (inner is not None or inner_expanded is not None) and inner_for
             else {}
         )
-        steps = attachments(self.store, hits) if budget.spend() else {}
+        steps = budget.read(partial(attachments, self.store, hits), {})
         shown_folded = {
             (h.kind, h.id): folded[(h.kind, h.id)] for h in hits if folded.get((h.kind, h.id))
         }
         differences = (
-            folded_differences(self.store, shown_folded, _SIMILAR_IDS_SHOWN)
-            if shown_folded and budget.spend()
+            budget.read(
+                partial(folded_differences, self.store, shown_folded, _SIMILAR_IDS_SHOWN), {}
+            )
+            if shown_folded
             else {}
         )
         items = []
@@ -300,13 +334,7 @@ class ToolRunner:
                 item.update(steps.get(h.id, {}))
             items.append(item)
         shown_once(items)
-        items = self._charge(items, access)
-        result["results"] = items
-        result["count"] = len(items)
-        if budget.exhausted is not None or result.get("terms_dropped") or result.get("timed_out"):
-            result["partial"] = True
-            result["partial_reason"] = _partial_reason(budget, result, cfg)
-        return result
+        return items
 
     def _fulltext(
         self,
@@ -415,16 +443,18 @@ class ToolRunner:
     ) -> list[SearchHit]:
         """The messages nearest to ``pattern`` in meaning (semantic.py): extra candidates.
         Embedding the messages that have no vector yet takes at most half the time left."""
-        if not budget.spend(3):
-            return []
         cfg = self.config
-        now = time.monotonic()
         shown = preview or cfg.grep_whole_text_chars
-        return nearest_messages(
-            cast(VectorStore, self.store), access.conversation_ids, pattern, since, until,
-            (cfg.semantic_candidates, cfg.semantic_max_vectors, shown),
-            now + (budget.deadline - now) / 2,
-        )  # fmt: skip
+
+        def nearest() -> list[SearchHit]:
+            now = time.monotonic()
+            return nearest_messages(
+                cast(VectorStore, self.store), access.conversation_ids, pattern, since, until,
+                (cfg.semantic_candidates, cfg.semantic_max_vectors, shown),
+                now + (budget.deadline - now) / 2,
+            )  # fmt: skip
+
+        return budget.read(nearest, [], statements=3)
 
     def _seeds(
         self, query: FtsQuery, pools: dict[SearchTarget, int], limit: int, budget: WorkBudget
@@ -433,15 +463,23 @@ class ToolRunner:
         (messages and summaries together: a summary restates its messages) fit a share of
         the pools, else those whose matches fit the relevance window (the store ranks them
         and keeps the pools' best). None when even the rarest overflows the window."""
-        if not budget.spend():
-            return None
+
+        def counts_up_to(cap: int) -> list[int] | None:
+            return budget.read(
+                partial(self.store.match_counts, list(pools), query.operands, cap), None
+            )
+
         pool = max(limit, int(sum(pools.values()) * SEED_SHARE))
-        counts = self.store.match_counts(list(pools), query.operands, pool + 1)
+        counts = counts_up_to(pool + 1)
+        if counts is None:
+            return None
         seeds = choose_seeds(query.operands, counts, pool)
-        if seeds is not None or not any(counts) or not budget.spend():
+        if seeds is not None or not any(counts):
             return seeds
         window = self.config.grep_relevance_window
-        counts = self.store.match_counts(list(pools), query.operands, window + 1)
+        counts = counts_up_to(window + 1)
+        if counts is None:
+            return None
         wide = choose_seeds(query.operands, counts, window)
         return None if wide is None else replace(wide, whole=False)
 
@@ -459,18 +497,21 @@ class ToolRunner:
         common to fit finds nothing of its own: it ranks below the words as written
         anyway, so its newest matches would cost a pool's reranking and rarely reach the
         page; it still counts in the reranking of the candidates found."""
-        if not budget.spend():
-            return []
         pool = max(limit, int(sum(pools[target] for target in short) * SEED_SHARE))
-        counts = self.store.match_counts(short, expansion.operands, pool + 1)
-        seeds = choose_seeds(expansion.operands, counts, pool)
+        counts = budget.read(
+            partial(self.store.match_counts, short, expansion.operands, pool + 1), None
+        )
         found: list[SearchHit] = []
+        seeds = None if counts is None else choose_seeds(expansion.operands, counts, pool)
         if seeds is None:
             return found
         for target in short:
-            if not budget.spend():
+            matches = budget.read(
+                partial(searches[target], seeds.expression, every_match=True), None
+            )
+            if matches is None:
                 break
-            found += searches[target](seeds.expression, every_match=True)
+            found += matches
         return found
 
     def _matches(
@@ -496,13 +537,19 @@ class ToolRunner:
         short: list[SearchTarget] = []
         if seeds is not None:
             for target, search in searches.items():
-                if not budget.spend():
-                    return hits, short
                 # Every match of the seeds is ranked (they were counted: at most a
                 # window's worth), without looking for a window of newest ones.
-                found = search(
-                    seeds.expression, all_terms=None if seeds.whole else every, every_match=True
+                found = budget.read(
+                    partial(
+                        search,
+                        seeds.expression,
+                        all_terms=None if seeds.whole else every,
+                        every_match=True,
+                    ),
+                    None,
                 )
+                if found is None:
+                    return hits, short
                 if not seeds.skipped and len(found) < pools[target]:
                     short.append(target)
                 hits += found
@@ -510,9 +557,9 @@ class ToolRunner:
                 return hits, short
         seen = {(h.kind, h.id) for h in hits}
         for target, search in searches.items():
-            if not budget.spend():
+            newest = budget.read(partial(search, query.expression, all_terms=every), None)
+            if newest is None:
                 break
-            newest = search(query.expression, all_terms=every)
             if len(newest) < pools[target]:
                 short.append(target)
             hits += [h for h in newest if (h.kind, h.id) not in seen]
@@ -537,15 +584,22 @@ class ToolRunner:
         )
         for kind, target in kinds:
             long_ids = [h.id for h in hits if h.kind == kind and len(h.text) > whole]
-            if not long_ids or not budget.spend():
+            contents = (
+                budget.read(partial(self.store.contents_by_id, kind, long_ids), None)
+                if long_ids
+                else None
+            )
+            if contents is None:
                 continue
-            for i, content in self.store.contents_by_id(kind, long_ids).items():
+            for i, content in contents.items():
                 fragments = term_snippet(content, terms[0], whole, terms[1])
                 if fragments is not None:
                     snippets[(kind, i)] = fragments
             stemmed = [i for i in long_ids if (kind, i) not in snippets]
-            if stemmed and budget.spend():
-                found = self.store.snippets(target, expression, stemmed, whole)
+            if stemmed:
+                found = budget.read(
+                    partial(self.store.snippets, target, expression, stemmed, whole), {}
+                )
                 snippets.update({(kind, i): text for i, text in found.items()})
         return [
             h
@@ -625,13 +679,12 @@ class ToolRunner:
             item["depth"] = hit.depth
         item["snippet"] = hit.text
         summary = spans.get(hit.id) if hit.kind == "summary" else None
-        if summary is not None and fts_query is not None and budget.spend():
-            # The verbatim messages under this summary that match too: ids to expand.
-            inner = self.store.search_within(
-                summary.conversation_id, summary.first_seq, summary.last_seq, fts_query,
-                _INNER_HITS, min(self.config.grep_whole_text_chars, _INNER_WHOLE_CHARS),
-                by_relevance=True, deadline=budget.deadline,
-            )  # fmt: skip
+        inner = (
+            budget.read(partial(self._inner_hits, summary, fts_query, budget.deadline), None)
+            if summary is not None and fts_query is not None
+            else None
+        )
+        if inner is not None:
             item["matching_messages"] = [
                 {"id": message_ref(h.id), "role": h.role, "seq": h.seq, "snippet": h.text}
                 for h in inner
@@ -652,6 +705,16 @@ class ToolRunner:
             item["_grant"] = grant.id
             item["session"] = grant.parent_session_id
         return item
+
+    def _inner_hits(
+        self, summary: StoredSummary, fts_query: str, deadline: float
+    ) -> list[SearchHit]:
+        """The verbatim messages under a summary hit that match too: ids to expand."""
+        return self.store.search_within(
+            summary.conversation_id, summary.first_seq, summary.last_seq, fts_query,
+            _INNER_HITS, min(self.config.grep_whole_text_chars, _INNER_WHOLE_CHARS),
+            by_relevance=True, deadline=deadline,
+        )  # fmt: skip
 
     # lcm_describe
 
