@@ -9,9 +9,11 @@ import threading
 import time
 
 import pytest
-from conftest import make_engine, uid
+from conftest import make_engine, release, uid
+from pg.fixtures import fresh_schema_url, pg_connect
 
 from ctxengine_host.stores.pg import is_postgres_url
+from ctxengine_lcm.pg_store import PgLcmStore
 from ctxengine_lcm.search import WorkBudget
 from ctxengine_lcm.store import NewMessage, StatementTimedOut
 
@@ -103,3 +105,18 @@ def test_writes_under_a_passed_deadline_complete(engine):
             store.conversation(conversation)
     found = store.match_counts(["messages"], ['"zebra"'], 10_000)
     assert found == [2_000]
+
+
+@pytest.mark.postgres
+def test_a_connection_dropped_while_idle_is_replaced_under_a_deadline(pg_database):
+    url = fresh_schema_url(pg_database)
+    store = PgLcmStore(url)
+    try:
+        conversation = store.current_conversation("s1").id
+        ((pid,),) = store._read("SELECT pg_backend_pid()")  # the pool's idle connection
+        with pg_connect(url, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        with store.read_deadline(time.monotonic() + 10):
+            assert store.conversation(conversation).id == conversation
+    finally:
+        release(url)

@@ -252,8 +252,8 @@ class DeadlineReads:
     The reads share one pooled connection, taken at the first and given back by
     :meth:`close`, whose ``statement_timeout`` is set to the time left: once for the
     usual short run of reads, again only when :data:`TIMEOUT_SLACK_SECONDS` have passed
-    since (a round trip per statement would double a rare-term search's round trips), and
-    reset by :meth:`close`. Writes take connections of their own, without the timeout.
+    since (a round trip per statement would double a rare-term search's round trips).
+    Writes take connections of their own, without the timeout.
     """
 
     #: How far past the deadline a statement may run: the time since the timeout was set.
@@ -269,19 +269,27 @@ class DeadlineReads:
     def read(
         self, what: str, sql: str, params: Any = (), prepare: bool | None = None
     ) -> list[tuple]:
-        """One read statement; :class:`PgUnavailable` when the connection fails."""
+        """One read statement. A pooled connection the server dropped while idle fails at
+        its first statement and is replaced once, as in :func:`read`; a connection that
+        fails later is :class:`PgUnavailable`."""
         import psycopg
 
-        try:
-            conn = self._connection()
-            self._bound_statement_time(conn)
-            return conn.execute(sql, params, prepare=prepare).fetchall()
-        except psycopg.OperationalError as exc:
-            if not _connection_lost(exc):
-                raise
-            raise PgUnavailable(
-                f"{what}: the connection to {self._target.label} failed ({_first_line(exc)})"
-            ) from exc
+        for attempt in (1, 2):
+            fresh = self._conn is None
+            try:
+                conn = self._connection()
+                self._bound_statement_time(conn)
+                return conn.execute(sql, params, prepare=prepare).fetchall()
+            except psycopg.OperationalError as exc:
+                if not _connection_lost(exc):
+                    raise
+                self._drop_connection()
+                if attempt == 2 or not fresh:
+                    raise PgUnavailable(
+                        f"{what}: the connection to {self._target.label} failed "
+                        f"({_first_line(exc)})"
+                    ) from exc
+        raise AssertionError("unreachable")
 
     def seconds_left(self) -> float:
         return self.deadline - time.monotonic()
@@ -290,6 +298,11 @@ class DeadlineReads:
         if self._conn is None:
             self._conn = self._stack.enter_context(self._pool.connection())
         return self._conn
+
+    def _drop_connection(self) -> None:
+        """Give a broken connection back (the pool discards it); the next read takes another."""
+        self._stack.close()
+        self._stack, self._conn, self._timeout_set_at = ExitStack(), None, None
 
     def _bound_statement_time(self, conn: Any) -> None:
         """Set ``statement_timeout`` to the time left, unless set within the slack (at
