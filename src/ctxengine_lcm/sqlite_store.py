@@ -313,9 +313,10 @@ _WITHIN_CANDIDATES = 2_000
 _SNIPPET_TOKENS = 48
 
 
-#: SQLite VM instructions between two checks of a read deadline (:meth:`SqliteStore.read_deadline`):
-#: a check costs about as much as a few hundred instructions, so this is well under 1% of
-#: a statement's time, and a statement stops within a fraction of a millisecond.
+#: SQLite VM instructions between two checks of a read deadline (:meth:`SqliteStore.read_deadline`).
+#: A check (a Python call) costs about 20-40 instructions: every 10,000 a long statement
+#: takes 0.7% more CPU (every 100: 22%; a 3,000,000-row counting loop), and stops within
+#: ~0.2 ms of the deadline.
 DEADLINE_CHECK_INSTRUCTIONS = 10_000
 
 
