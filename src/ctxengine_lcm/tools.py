@@ -303,19 +303,19 @@ class ToolRunner:
         # the others with the query as written (each operand costs statements per hit).
         inner_expanded = result.pop("_fts_query_expanded", None)
         expanded_only = result.pop("_expanded_only", set())
-        parents = budget.read(partial(_covering_summaries, self.store, hits), {})
+        parents: dict[int, int] = budget.read(partial(_covering_summaries, self.store, hits), {})
         # The spans of the best summary hits, for their inner hits: one read for them all.
         inner_for = [h.id for h in hits if h.kind == "summary"][:INNER_SUMMARY_HITS]
-        spans = (
+        spans: dict[int, StoredSummary] = (
             budget.read(partial(self.store.summaries_by_id, inner_for), {})
             if (inner is not None or inner_expanded is not None) and inner_for
             else {}
         )
-        steps = budget.read(partial(attachments, self.store, hits), {})
+        steps: dict[int, dict[str, Any]] = budget.read(partial(attachments, self.store, hits), {})
         shown_folded = {
             (h.kind, h.id): folded[(h.kind, h.id)] for h in hits if folded.get((h.kind, h.id))
         }
-        differences = (
+        differences: dict[tuple[ItemKind, int], dict[int, str]] = (
             budget.read(
                 partial(folded_differences, self.store, shown_folded, _SIMILAR_IDS_SHOWN), {}
             )
@@ -597,7 +597,7 @@ class ToolRunner:
                     snippets[(kind, i)] = fragments
             stemmed = [i for i in long_ids if (kind, i) not in snippets]
             if stemmed:
-                found = budget.read(
+                found: dict[int, str] = budget.read(
                     partial(self.store.snippets, target, expression, stemmed, whole), {}
                 )
                 snippets.update({(kind, i): text for i, text in found.items()})
