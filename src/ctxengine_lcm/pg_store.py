@@ -617,10 +617,9 @@ class PgLcmStore(StoreCommon):
         limit: int,
         whole_chars: int,
         by_relevance: bool,
-        deadline: float | None = None,
     ) -> list[SearchHit]:
-        """Matching messages of one conversation's sequence range (a summary's span); one
-        statement, so ``deadline`` (checked by the caller between statements) is unused.
+        """Matching messages of one conversation's sequence range (a summary's span), in
+        one statement.
 
         Unprepared, like the other searches: psycopg prepares a statement on its fifth
         call, and five calls later the server may switch to a generic plan, which cannot

@@ -931,10 +931,9 @@ class SqliteStore(StoreCommon):
         limit: int,
         whole_chars: int,
         by_relevance: bool,
-        deadline: float | None = None,
     ) -> list[SearchHit]:
         """Matching messages of one conversation's sequence range (a summary's span), in
-        one statement (``deadline``, checked by the caller between statements, is unused).
+        one statement.
 
         The range becomes a rowid range, which FTS5 seeks to directly. By relevance, the
         messages holding more of the query's operands come first, newest first among

@@ -304,7 +304,6 @@ class LcmStore(Protocol):
         limit: int,
         whole_chars: int,
         by_relevance: bool,
-        deadline: float | None = None,
     ) -> list[SearchHit]: ...
     def scan_recent(
         self,

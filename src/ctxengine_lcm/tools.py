@@ -680,7 +680,7 @@ class ToolRunner:
         item["snippet"] = hit.text
         summary = spans.get(hit.id) if hit.kind == "summary" else None
         inner = (
-            budget.read(partial(self._inner_hits, summary, fts_query, budget.deadline), None)
+            budget.read(partial(self._inner_hits, summary, fts_query), None)
             if summary is not None and fts_query is not None
             else None
         )
@@ -706,14 +706,12 @@ class ToolRunner:
             item["session"] = grant.parent_session_id
         return item
 
-    def _inner_hits(
-        self, summary: StoredSummary, fts_query: str, deadline: float
-    ) -> list[SearchHit]:
+    def _inner_hits(self, summary: StoredSummary, fts_query: str) -> list[SearchHit]:
         """The verbatim messages under a summary hit that match too: ids to expand."""
         return self.store.search_within(
             summary.conversation_id, summary.first_seq, summary.last_seq, fts_query,
             _INNER_HITS, min(self.config.grep_whole_text_chars, _INNER_WHOLE_CHARS),
-            by_relevance=True, deadline=deadline,
+            by_relevance=True,
         )  # fmt: skip
 
     # lcm_describe
