@@ -922,24 +922,28 @@ class SqliteStore(StoreCommon):
             rows = conn.execute(sql, [fts_query, *ids, whole_chars]).fetchall()
         return {row[0]: row[1] for row in rows}
 
-    def search_within(
-        self,
-        conversation_id: int,
-        first_seq: int,
-        last_seq: int,
-        fts_query: str,
-        limit: int,
-        whole_chars: int,
-        by_relevance: bool,
-    ) -> list[SearchHit]:
-        """Matching messages of one conversation's sequence range (a summary's span), in
-        one statement.
+    def search_within_summaries(
+        self, summary_ids: Sequence[int], fts_query: str, limit: int, whole_chars: int
+    ) -> dict[int, list[SearchHit]]:
+        """The matching messages of each summary's span, best first (a statement for the
+        spans, then one per span: reads in process cost no round trip)."""
+        self.index_pending()
+        return {
+            summary.id: self._search_span(summary, fts_query, limit, whole_chars)
+            for summary in self.summaries_by_id(summary_ids).values()
+        }
 
-        The range becomes a rowid range, which FTS5 seeks to directly. By relevance, the
-        messages holding more of the query's operands come first, newest first among
-        equals: bm25 would let short texts that repeat one term outrank a long log holding
-        most of the terms, and its global statistics cost a pass over each term's whole
-        index per statement. At most ``_WITHIN_CANDIDATES`` of the newest matches are
+    def _search_span(
+        self, summary: StoredSummary, fts_query: str, limit: int, whole_chars: int
+    ) -> list[SearchHit]:
+        """Matching messages of one summary's span (a sequence range of its conversation),
+        in one statement.
+
+        The range becomes a rowid range, which FTS5 seeks to directly. The messages
+        holding more of the query's operands come first, newest first among equals: bm25
+        would let short texts that repeat one term outrank a long log holding most of the
+        terms, and its global statistics cost a pass over each term's whole index per
+        statement. At most ``_WITHIN_CANDIDATES`` of the newest matches are
         ranked; the operands held are counted in SQL (one query per operand over the
         candidates' range, each materialized once), and the rows shown get their snippets
         from one more pass over the range they lie in (``+rowid``: a seek per row would look
@@ -953,7 +957,7 @@ class SqliteStore(StoreCommon):
             "WHERE conversation_id=? AND seq IN (?, ?))"
         )
         in_span = "rowid BETWEEN (SELECT lo FROM span) AND (SELECT hi FROM span)"
-        operands = query_operands(fts_query) if by_relevance else []
+        operands = query_operands(fts_query)
         operands = operands if len(operands) > 1 else []  # one operand: every match holds it
         held = (
             " + ".join(
@@ -980,18 +984,12 @@ class SqliteStore(StoreCommon):
             "BETWEEN (SELECT MIN(id) FROM best) AND (SELECT MAX(id) FROM best) "
             "ORDER BY best.held DESC, best.id DESC"
         )
-        params = [
-            conversation_id, first_seq, last_seq,
-            fts_query, conversation_id, first_seq, last_seq,
-            _WITHIN_CANDIDATES if by_relevance else limit,
-            *operands, limit, fts_query,
-        ]  # fmt: skip
-        self.index_pending()
+        seqs = (summary.conversation_id, summary.first_seq, summary.last_seq)
+        params = [*seqs, fts_query, *seqs, _WITHIN_CANDIDATES, *operands, limit, fts_query]
         with self._reading() as conn:
             rows = conn.execute(sql, params).fetchall()
-        score = (lambda held: -float(held)) if by_relevance else (lambda held: None)
         return [
-            SearchHit("message", r[0], r[1], r[2], r[3], r[4], r[5], -1, score(r[6])) for r in rows
+            SearchHit("message", r[0], r[1], r[2], r[3], r[4], r[5], -1, -float(r[6])) for r in rows
         ]
 
     def _scan_page(self, sql: str, params: Sequence[Any]) -> list[tuple]:

@@ -295,16 +295,15 @@ class LcmStore(Protocol):
         ids: Sequence[int],
         whole_chars: int,
     ) -> dict[int, str]: ...
-    def search_within(
-        self,
-        conversation_id: int,
-        first_seq: int,
-        last_seq: int,
-        fts_query: str,
-        limit: int,
-        whole_chars: int,
-        by_relevance: bool,
-    ) -> list[SearchHit]: ...
+    def search_within_summaries(
+        self, summary_ids: Sequence[int], fts_query: str, limit: int, whole_chars: int
+    ) -> dict[int, list[SearchHit]]:
+        """The messages of each summary's span (its first to last seq) that match
+        ``fts_query``, best first, at most ``limit`` each; a text longer than
+        ``whole_chars`` as a snippet. Keyed by summary id (a summary that does not exist
+        is left out)."""
+        ...
+
     def scan_recent(
         self,
         conversation_ids: Sequence[int],

@@ -300,17 +300,23 @@ class ToolRunner:
             )
         inner = result.pop("_fts_query", None)
         # A hit found through alternatives only looks for its inner hits with them too;
-        # the others with the query as written (each operand costs statements per hit).
+        # the others with the query as written (each operand costs a pass over a span).
         inner_expanded = result.pop("_fts_query_expanded", None)
         expanded_only = result.pop("_expanded_only", set())
         parents: dict[int, int] = budget.read(partial(_covering_summaries, self.store, hits), {})
-        # The spans of the best summary hits, for their inner hits: one read for them all.
-        inner_for = [h.id for h in hits if h.kind == "summary"][:INNER_SUMMARY_HITS]
-        spans: dict[int, StoredSummary] = (
-            budget.read(partial(self.store.summaries_by_id, inner_for), {})
-            if (inner is not None or inner_expanded is not None) and inner_for
-            else {}
-        )
+        # The best summary hits list their matching messages: one read per expression.
+        listing: dict[str, list[int]] = {}
+        for h in [h for h in hits if h.kind == "summary"][:INNER_SUMMARY_HITS]:
+            expression = inner_expanded if (h.kind, h.id) in expanded_only else inner
+            if expression is not None:
+                listing.setdefault(expression, []).append(h.id)
+        inner_hits: dict[int, list[SearchHit]] = {}
+        for expression, summary_ids in listing.items():
+            inner_hits.update(
+                budget.read(
+                    partial(self._inner_hits, summary_ids, expression), {}, len(summary_ids)
+                )
+            )
         steps: dict[int, dict[str, Any]] = budget.read(partial(attachments, self.store, hits), {})
         shown_folded = {
             (h.kind, h.id): folded[(h.kind, h.id)] for h in hits if folded.get((h.kind, h.id))
@@ -325,11 +331,10 @@ class ToolRunner:
         items = []
         for h in hits:
             key = (h.kind, h.id)
-            expression = inner_expanded if key in expanded_only else inner
+            listed = inner_hits.get(h.id) if h.kind == "summary" else None
             item = self._hit_item(
-                h, access, parents, expression, folded.get(key, ()), budget, spans,
-                differences.get(key),
-            )  # fmt: skip
+                h, access, parents, folded.get(key, ()), listed, differences.get(key)
+            )
             if h.kind == "message":
                 item.update(steps.get(h.id, {}))
             items.append(item)
@@ -654,16 +659,14 @@ class ToolRunner:
         hit: SearchHit,
         access: Access,
         parents: dict[int, int],
-        fts_query: str | None,
         similar: tuple[SearchHit, ...],
-        budget: WorkBudget,
-        spans: dict[int, StoredSummary],
+        inner: list[SearchHit] | None,
         differences: dict[int, str] | None,
     ) -> dict[str, Any]:
-        """One result; ``parents`` maps message hits to their covering summaries and
-        ``spans`` the summary hits that list their matching messages to their rows (each
-        read for all hits at once); ``similar`` are the near-duplicates folded under it,
-        ``differences`` (by a folded hit's id) the lines of that hit this one lacks."""
+        """One result; ``parents`` maps message hits to their covering summaries (read for
+        all hits at once); ``similar`` are the near-duplicates folded under it, ``inner``
+        the matching messages of a summary hit that lists them, ``differences`` (by a
+        folded hit's id) the lines of that hit this one lacks."""
         ref = message_ref if hit.kind == "message" else summary_ref
         item: dict[str, Any] = {
             "id": ref(hit.id),
@@ -678,12 +681,6 @@ class ToolRunner:
         else:
             item["depth"] = hit.depth
         item["snippet"] = hit.text
-        summary = spans.get(hit.id) if hit.kind == "summary" else None
-        inner = (
-            budget.read(partial(self._inner_hits, summary, fts_query), None)
-            if summary is not None and fts_query is not None
-            else None
-        )
         if inner is not None:
             item["matching_messages"] = [
                 {"id": message_ref(h.id), "role": h.role, "seq": h.seq, "snippet": h.text}
@@ -706,12 +703,11 @@ class ToolRunner:
             item["session"] = grant.parent_session_id
         return item
 
-    def _inner_hits(self, summary: StoredSummary, fts_query: str) -> list[SearchHit]:
-        """The verbatim messages under a summary hit that match too: ids to expand."""
-        return self.store.search_within(
-            summary.conversation_id, summary.first_seq, summary.last_seq, fts_query,
-            _INNER_HITS, min(self.config.grep_whole_text_chars, _INNER_WHOLE_CHARS),
-            by_relevance=True,
+    def _inner_hits(self, summary_ids: list[int], fts_query: str) -> dict[int, list[SearchHit]]:
+        """The verbatim messages under summary hits that match too: ids to expand."""
+        return self.store.search_within_summaries(
+            summary_ids, fts_query, _INNER_HITS,
+            min(self.config.grep_whole_text_chars, _INNER_WHOLE_CHARS),
         )  # fmt: skip
 
     # lcm_describe

@@ -17,6 +17,7 @@ from conftest import (
     uid,
 )
 
+from ctxengine_lcm.store import NewSummary
 from ctxengine_lcm.tools import INNER_SUMMARY_HITS
 
 
@@ -268,8 +269,16 @@ def test_inner_hits_rank_the_message_holding_most_terms_first(tmp_path, database
     store = engine.store
     from ctxengine_lcm.search import fts_query
 
+    items = store.context_items(conversation)
+    span = NewSummary("leaf", 0, "s", 1, 0.0, 1.0, 1, 31, 31, 0, 10, 0,
+                      tuple(i.ref_id for i in items))  # fmt: skip
+    summary_id = store.replace_with_summary(conversation, items, span)
     query = fts_query("customers scheduler export code deadline").expression
-    hits = store.search_within(conversation, 1, 31, query, 5, 300, by_relevance=True)
+    listed = store.search_within_summaries([summary_id, summary_id + 99], query, 5, 300)
+    assert list(listed) == [summary_id]  # a summary that does not exist is left out
+    absent = fts_query("zebra").expression
+    assert store.search_within_summaries([summary_id], absent, 5, 300) == {summary_id: []}
+    hits = listed[summary_id]
     assert hits[0].id == store.message_by_uid([conversation], log["message_uid"]).id
     assert "QX-4411" in hits[0].text
     plain = store.search_fulltext([conversation], query, "messages", None, None, 3, True, 100)
