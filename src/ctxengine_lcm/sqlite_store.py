@@ -881,19 +881,25 @@ class SqliteStore(StoreCommon):
     def match_counts(
         self, targets: Sequence[Literal["messages", "summaries"]], operands: Sequence[str], cap: int
     ) -> list[int]:
-        """How many texts of every session in ``targets`` match each of ``operands``, each
-        target counted up to ``cap`` (one statement; a common term costs ``cap`` index
-        entries per target, not its all)."""
+        """How many texts of every session in ``targets`` match each of ``operands``, all
+        targets together counted up to ``cap`` (one statement; a common term costs ``cap``
+        index entries per target, not its all)."""
         if not operands or not targets:
             return []
         if "messages" in targets:
             self.index_pending()
         tables = ["messages_fts" if t == "messages" else "summaries_fts" for t in targets]
-        one = " + ".join(
-            f"(SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT ?))"
-            for fts in tables
+        one = "min(?, {})".format(
+            " + ".join(
+                f"(SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT ?))"
+                for fts in tables
+            )
         )
-        params = [value for operand in operands for _ in tables for value in (operand, cap)]
+        params = [
+            value
+            for operand in operands
+            for value in (cap, *(v for _ in tables for v in (operand, cap)))
+        ]
         with self._reading() as conn:
             row = conn.execute("SELECT " + ", ".join([one] * len(operands)), params).fetchone()
         return list(row)

@@ -287,7 +287,11 @@ class LcmStore(Protocol):
     ) -> list[SearchHit]: ...
     def match_counts(
         self, targets: Sequence[Literal["messages", "summaries"]], operands: Sequence[str], cap: int
-    ) -> list[int]: ...
+    ) -> list[int]:
+        """How many texts of every session in ``targets`` match each of ``operands``, all
+        targets together counted up to ``cap`` (a count that reaches it stops there)."""
+        ...
+
     def snippets(
         self,
         target: Literal["messages", "summaries"],

@@ -435,7 +435,8 @@ class ToolRunner:
         shown = _messages_first(leaders, limit)
         snippets_for = result.get("_fts_query_expanded") or query.expression
         others = [(text, False) for group in alternatives for text, _ in group]
-        return self._with_snippets(shown, snippets_for, (list(terms), others), budget), similar
+        snippets = self._with_snippets(shown, snippets_for, (list(terms), others), preview, budget)
+        return snippets, similar
 
     def _nearest(
         self,
@@ -575,12 +576,14 @@ class ToolRunner:
         hits: list[SearchHit],
         expression: str,
         terms: tuple[list[tuple[str, bool]], list[tuple[str, bool]]],
+        preview: int,
         budget: WorkBudget,
     ) -> list[SearchHit]:
         """``hits`` with each previewed long text replaced by fragments around the query's
         rarest words in it (snippets.py): the words as written (``terms[0]``), else
         their alternatives, else the store's snippet (a stemmed match); out of budget:
-        its beginning."""
+        its beginning. A preview shorter than ``preview`` characters is the whole text:
+        only the others are read again."""
         whole = self.config.grep_whole_text_chars
         snippets: dict[tuple[str, int], str] = {}
         kinds: tuple[tuple[ItemKind, SearchTarget], ...] = (
@@ -588,14 +591,14 @@ class ToolRunner:
             ("summary", "summaries"),
         )
         for kind, target in kinds:
-            long_ids = [h.id for h in hits if h.kind == kind and len(h.text) > whole]
-            contents = (
-                budget.read(partial(self.store.contents_by_id, kind, long_ids), None)
-                if long_ids
-                else None
-            )
-            if contents is None:
-                continue
+            long_hits = [h for h in hits if h.kind == kind and len(h.text) > whole]
+            long_ids = [h.id for h in long_hits]
+            contents = {h.id: h.text for h in long_hits if len(h.text) < preview}
+            cut = [i for i in long_ids if i not in contents]
+            if cut:
+                contents.update(
+                    budget.read(partial(self.store.contents_by_id, kind, cut), None) or {}
+                )
             for i, content in contents.items():
                 fragments = term_snippet(content, terms[0], whole, terms[1])
                 if fragments is not None:

@@ -120,3 +120,35 @@ def test_an_appends_ids_are_the_stored_ones_after_deletes_and_at_the_largest_row
         assert appended.count == 5
     finally:
         store.close()
+
+
+def test_match_counts_stop_at_the_cap_over_all_targets(tmp_path, database):
+    """A term's matches in messages and summaries are counted together, up to the cap:
+    a count that reaches it in the summaries needs no messages (PostgreSQL reads none)."""
+    engine = make_engine(tmp_path, database=database)
+    try:
+        engine.ingest(
+            "s1",
+            [
+                {"role": "user", "content": f"apple note {n}", "message_uid": f"u{n}"}
+                for n in range(6)
+            ],
+        )
+        store = engine.store
+        conv = engine._conversation()
+        items = store.context_items(conv)
+        for first in range(0, 6, 2):  # three summaries of two messages each
+            pair = [i for i in store.context_items(conv) if i.kind == "message"][:2]
+            draft = NewSummary("leaf", 0, f"apple pear summary {first}", 5, 0.0, 1.0, first + 1,
+                               first + 2, 2, 0, 10, 0, tuple(i.ref_id for i in pair))  # fmt: skip
+            assert store.replace_with_summary(conv, pair, draft) is not None
+        assert len(items) == 6
+        both = ["messages", "summaries"]
+        operands = ['"apple"', '"pear"', '"plum"']
+        assert store.match_counts(both, operands, 100) == [9, 3, 0]
+        assert store.match_counts(both, operands, 4) == [4, 3, 0]
+        assert store.match_counts(both, operands, 2) == [2, 2, 0]
+        assert store.match_counts(["messages"], operands, 5) == [5, 0, 0]
+        assert store.match_counts(["summaries"], operands, 100) == [3, 3, 0]
+    finally:
+        engine.dispose()

@@ -142,3 +142,23 @@ def test_access_scope_matches_separate_reads(driven):
     assert own == store.session_conversation_ids("child") and len(own) == 1
     assert grants == store.active_grants("child", now)
     assert [g.conversation_ids for g in grants] == [store.session_conversation_ids("s1"), []]
+
+
+def test_summary_hits_list_their_matching_messages_in_one_statement(
+    pg_database, tmp_path, monkeypatch
+):
+    """The best summary hits' matching messages come from one statement that reads the
+    summaries' spans too: no look-up of the spans, no statement per summary."""
+    engine = make_engine(fresh_schema_url(pg_database), tmp_path)
+    try:
+        drive(engine, 30)
+        counter = StatementCounter(monkeypatch)
+        args = {"pattern": "question", "scope": "summaries", "limit": 10}
+        with counter as sql:
+            found = tool(engine, "lcm_grep", args)
+        listed = [r for r in found["results"] if r.get("matching_messages")]
+        assert len(listed) > 1, found
+        assert sum("lcm_messages" in q for q in sql) == 1, "\n".join(q[:90] for q in sql)
+        assert not any(q.startswith("SELECT id, conversation_id, kind") for q in sql), sql
+    finally:
+        engine.dispose()
