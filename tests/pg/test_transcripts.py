@@ -221,3 +221,16 @@ def test_lcm_write_cut_mid_batch_leaves_nothing_half_written(pg_url):
         conn.execute("DROP TRIGGER die ON lcm_messages")
     assert store.append_messages(conv, batch) == 3  # the retry stores the whole batch once
     assert store.conversation(conv).message_count == 4
+
+
+def test_a_url_with_server_options_and_a_schema_keeps_both(pg_database):
+    """``options`` settings are separated by spaces, and the schema adds one more: each
+    reaches the server (a space sent as "+" made the connection fail)."""
+    url = fresh_schema_url(pg_database) + "&options=-cstatement_timeout%3D4321%20-cwork_mem%3D5MB"
+    target = pg.parse_url(url)
+    with pg.connect(target) as conn:
+        shown = conn.execute(
+            "SELECT current_setting('statement_timeout'), current_setting('work_mem'), "
+            "current_schema()"
+        ).fetchone()
+    assert shown == ("4321ms", "5MB", target.schema)

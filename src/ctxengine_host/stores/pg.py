@@ -19,7 +19,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
 from .pg_schemas import QUARANTINE_SCHEMA, TRANSCRIPT_SCHEMA, Schema
 
@@ -103,7 +103,9 @@ def parse_url(url: str) -> PgTarget:
     if schema != "public":
         params["options"] = (params.get("options", "") + f" -csearch_path={schema}").strip()
     base = f"{scheme}://{parts.netloc}/{parts.path.lstrip('/')}"
-    conninfo_url = base + "?" + urlencode(params)
+    # libpq decodes %XX in a URL but reads "+" as itself: spaces (between the ``-c``
+    # settings of ``options``) must go as %20, not urlencode's default "+".
+    conninfo_url = base + "?" + urlencode(params, quote_via=quote)
     try:
         libpq.conninfo_to_dict(conninfo_url)
     except Exception as exc:  # psycopg.ProgrammingError: unknown option, bad value
