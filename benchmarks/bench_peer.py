@@ -24,6 +24,11 @@ session, peak RSS above the baseline taken before the engine was built, ingest r
     .venv/bin/python benchmarks/bench_peer.py                      # ours alone, 1k and 10k
     .venv/bin/python benchmarks/bench_peer.py --peer-src /tmp/hermes-lcm
     .venv/bin/python benchmarks/bench_peer.py --peer-src /tmp/hermes-lcm --sizes 1000,10000,100000
+    .venv/bin/python benchmarks/bench_peer.py --sizes 100000 \
+        --postgres postgresql://postgres@127.0.0.1:5432/test     # ours on SQLite and PostgreSQL
+
+With ``--postgres``, ours also runs with its store in a fresh schema of that database (the
+same session and queries), and a second table gives the store's figures side by side.
 
 The peer's source is never copied into this repository; point ``--peer-src`` at a checkout
 (its commit is printed when the directory is a git work tree or carries ``PEER_COMMIT``).
@@ -42,6 +47,9 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -121,7 +129,9 @@ def rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def build_ours(data: Path) -> tuple[Any, dict[str, Any]]:
+def build_ours(data: Path, database: str | None = None) -> tuple[Any, dict[str, Any]]:
+    """Our engine behind the framework adapter; its store in ``data`` or ``database`` (a
+    PostgreSQL URL)."""
     from ctxengine_host.discovery.compat import FrameworkEngineAdapter
     from ctxengine_host.testing.context import kit_engine_context
     from ctxengine_host.tokens import TokenCounter
@@ -129,7 +139,8 @@ def build_ours(data: Path) -> tuple[Any, dict[str, Any]]:
 
     counter = TokenCounter("gpt-4")
     counter.count_text("load the encoder")  # a one-time cost, reported with the setup
-    engine = LcmEngine(context=kit_engine_context("lcm", data, counter))
+    config = {"database": database} if database else None
+    engine = LcmEngine(config=config, context=kit_engine_context("lcm", data, counter))
     return FrameworkEngineAdapter(engine), {"engine": "ours"}
 
 
@@ -154,14 +165,47 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
-def run_one(which: str, messages: int, peer_src: str | None) -> dict[str, Any]:
-    """One session of ``messages`` messages through one engine; the figures as a dict."""
-    turns = session_turns(messages)
+@contextmanager
+def fresh_schema(server: str | None) -> Iterator[str | None]:
+    """The URL of a new, migrated schema in ``server``'s database for one run, dropped
+    after it (None without a server)."""
+    if server is None:
+        yield None
+        return
+    import psycopg
+
+    from ctxengine_host.stores.pg import close_pools, migrate, parse_url
+
+    name = f"bench_peer_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    url = f"{server}{'&' if '?' in server else '?'}schema={name}"
+    try:
+        migrate(parse_url(url))
+        yield url
+    finally:
+        close_pools()
+        with psycopg.connect(server, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+
+
+def run_one(
+    which: str, messages: int, peer_src: str | None, postgres: str | None = None
+) -> dict[str, Any]:
+    """One session of ``messages`` messages through one engine; the figures as a dict.
+    ``ours-pg`` is ours with its store in a fresh schema of ``postgres``."""
+    with fresh_schema(postgres if which == "ours-pg" else None) as database:
+        return _run_session(which, session_turns(messages), peer_src, database)
+
+
+def _run_session(
+    which: str, turns: list[list[dict[str, Any]]], peer_src: str | None, database: str | None
+) -> dict[str, Any]:
     baseline = rss_mib()
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp)
         import_started = time.perf_counter()
-        engine, _ = build_ours(data) if which == "ours" else build_peer(data, Path(peer_src))
+        engine, _ = (
+            build_peer(data, Path(peer_src)) if which == "peer" else build_ours(data, database)
+        )
         setup = time.perf_counter() - import_started
         engine.update_model("gpt-4", WINDOW)
         engine.on_session_start("bench-peer")
@@ -196,7 +240,7 @@ def run_one(which: str, messages: int, peer_src: str | None) -> dict[str, Any]:
         for index in range(FACTS):
             first, second = fact_keywords(index)
             words = f"{first} service key"
-            query = {"pattern": words, "limit": 10} if which == "ours" else {"query": words}
+            query = {"query": words} if which == "peer" else {"pattern": words, "limit": 10}
             answer = ""
             for _ in range(GREP_REPEATS):
                 t0 = time.perf_counter()
@@ -243,10 +287,14 @@ def peer_commit(peer_src: Path) -> str:
         return "unknown (not a git work tree; write the commit to PEER_COMMIT)"
 
 
-def in_subprocess(which: str, messages: int, peer_src: str | None) -> dict[str, Any]:
+def in_subprocess(
+    which: str, messages: int, peer_src: str | None, postgres: str | None
+) -> dict[str, Any]:
     command = [sys.executable, __file__, "--one", which, "--sizes", str(messages)]
     if peer_src:
         command += ["--peer-src", peer_src]
+    if postgres:
+        command += ["--postgres", postgres]
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     out = subprocess.run(command, capture_output=True, text=True, env=env)
     if out.returncode:
@@ -290,6 +338,26 @@ def table(results: dict[int, dict[str, list[dict[str, Any]]]], with_peer: bool) 
     return "\n".join(lines)
 
 
+#: Ours on SQLite and on PostgreSQL (``--postgres``): the figures the store decides.
+STORE_ROWS = (
+    ("lcm_grep keyword ms, p50", "grep_ms_p50"),
+    ("lcm_grep keyword ms, p95", "grep_ms_p95"),
+    ("keyword recall, planted in top 10", "recall"),
+    ("per-turn engine ms excl. compaction, p50", "turn_ms_p50"),
+    ("session wall s", "wall_s"),
+)
+
+
+def store_table(results: dict[int, dict[str, list[dict[str, Any]]]]) -> str:
+    lines = ["| figure | size | SQLite | PostgreSQL | PostgreSQL/SQLite |", "|---" * 5 + "|"]
+    for label, key in STORE_ROWS:
+        for size, runs in sorted(results.items()):
+            sqlite, pg = _best(runs["ours"], key), _best(runs["ours-pg"], key)
+            ratio = f"{pg / sqlite:.2f}x" if isinstance(pg, int | float) and sqlite else ""
+            lines.append(f"| {label} | {size:,} | {sqlite} | {pg} | {ratio} |")
+    return "\n".join(lines)
+
+
 def _best(runs: list[dict[str, Any]], key: str) -> Any:
     """The median over repeated runs (the run itself for one)."""
     values = [run[key] for run in runs]
@@ -304,23 +372,32 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000", help="comma-separated message counts")
     parser.add_argument("--repeats", type=int, default=1, help="interleaved runs per engine")
     parser.add_argument("--json", action="store_true", help="print the raw runs as JSON too")
-    parser.add_argument("--one", choices=("ours", "peer"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--postgres",
+        help="also run ours with its store in PostgreSQL: a database URL (each run gets a "
+        "fresh schema in it, dropped after), e.g. postgresql://postgres@127.0.0.1:5432/test",
+    )
+    parser.add_argument("--one", choices=("ours", "peer", "ours-pg"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
     if args.one:
-        print(json.dumps(run_one(args.one, sizes[0], args.peer_src)))
+        print(json.dumps(run_one(args.one, sizes[0], args.peer_src, args.postgres)))
         return
     engines = ["ours", "peer"] if args.peer_src else ["ours"]
+    engines += ["ours-pg"] if args.postgres else []
     results: dict[int, dict[str, list[dict[str, Any]]]] = {}
     for size in sizes:
         results[size] = {name: [] for name in engines}
         for _ in range(args.repeats):
             for name in engines:
-                results[size][name].append(in_subprocess(name, size, args.peer_src))
+                results[size][name].append(in_subprocess(name, size, args.peer_src, args.postgres))
     if args.peer_src:
         print(f"peer: {Path(args.peer_src).resolve()} at commit {peer_commit(Path(args.peer_src))}")
     print(f"window {WINDOW} tokens, host counts chars/4, {FACTS} planted facts")
     print(table(results, bool(args.peer_src)))
+    if args.postgres:
+        print(f"\nours, its store on SQLite and on PostgreSQL ({args.postgres}):")
+        print(store_table(results))
     if args.json:
         print(json.dumps(results, indent=1))
 

@@ -19,7 +19,6 @@ from typing import Any, Literal
 from ctxengine_host.stores.pg import (
     DeadlineReads,
     PgTarget,
-    PgUnavailable,
     Schema,
     advisory_key,
     open_checked,
@@ -312,9 +311,7 @@ class PgLcmStore(StoreCommon):
         """The calling thread's reads under a deadline, if it set one."""
         return getattr(self._deadline, "reads", None)
 
-    def _read_by(
-        self, reads: DeadlineReads, what: str, sql: str, params: Any, prepare: bool | None = None
-    ) -> list[tuple]:
+    def _read_by(self, reads: DeadlineReads, what: str, sql: str, params: Any) -> list[tuple]:
         """A read under the thread's deadline: not sent once it has passed, cancelled by
         the server when it runs past it."""
         import psycopg
@@ -322,7 +319,7 @@ class PgLcmStore(StoreCommon):
         if reads.seconds_left() <= 0:
             raise StatementTimedOut(f"{self.path}: the deadline passed before {what}")
         try:
-            return reads.read(f"LCM store: {what}", sql, params, prepare)
+            return reads.read(f"LCM store: {what}", sql, params)
         except psycopg.errors.QueryCanceled as exc:
             raise StatementTimedOut(f"{self.path}: {what} ran past its deadline") from exc
 
@@ -545,7 +542,7 @@ class PgLcmStore(StoreCommon):
             f"{lineage_join} ORDER BY {final}"
         )
         params = [*phrases, *phrases, *scope_params, cap, *pool_params, limit, *long_params]
-        rows = self._search(sql, params)
+        rows = self._read(sql, params, "full-text search")
         kind: Literal["message", "summary"] = "message" if target == "messages" else "summary"
         return [
             SearchHit(  # type: ignore[misc, call-arg]  # mypy cannot count the splat
@@ -598,7 +595,7 @@ class PgLcmStore(StoreCommon):
         sql = (
             f"WITH firsts AS MATERIALIZED (SELECT {firsts}) SELECT {', '.join(totals)} FROM firsts"
         )
-        return [int(n) for n in self._search(sql, params)[0]]
+        return [int(n) for n in self._read(sql, params, "full-text search")[0]]
 
     def snippets(
         self,
@@ -616,24 +613,8 @@ class PgLcmStore(StoreCommon):
             f"SELECT id, ts_headline('{TS_CONFIG}', content, {query_sql}, %s) FROM {table} "
             f"WHERE id = ANY(%s) AND {_longer_than('content', whole_chars)}"
         )
-        rows = self._search(sql, [*phrases, _HEADLINE, list(ids)])
+        rows = self._read(sql, [*phrases, _HEADLINE, list(ids)], "full-text search")
         return {row[0]: row[1] for row in rows}
-
-    def _search(self, sql: str, params: Sequence[Any]) -> list[tuple]:
-        """Search statements are never prepared: a generic plan would not see the terms,
-        and the choice between the index on ids and the GIN index depends on them."""
-        import psycopg
-
-        reads = self._deadline_reads()
-        if reads is not None:
-            return self._read_by(reads, "full-text search", sql, params, prepare=False)
-        try:
-            with self._pool.connection() as conn:
-                return conn.execute(sql, params, prepare=False).fetchall()
-        except psycopg.OperationalError as exc:
-            raise PgUnavailable(
-                f"LCM store: full-text search on {self.path} failed: {exc}"
-            ) from exc
 
     def search_within_summaries(
         self, summary_ids: Sequence[int], fts_query: str, limit: int, whole_chars: int
@@ -651,7 +632,7 @@ class PgLcmStore(StoreCommon):
         if not summary_ids:
             return {}
         query_sql, phrases = ts_query_sql(fts_query)
-        rows = self._search(
+        rows = self._read(
             f"SELECT s.id, h.* FROM lcm_summaries s CROSS JOIN (SELECT {query_sql} AS q) q "
             "LEFT JOIN LATERAL (SELECT m.id, m.conversation_id, m.created_at, "
             f"CASE WHEN {_longer_than('m.content', whole_chars)} "
@@ -663,12 +644,15 @@ class PgLcmStore(StoreCommon):
             "ORDER BY score, m.seq DESC LIMIT %s) h ON TRUE WHERE s.id = ANY(%s) "
             "ORDER BY s.id, h.score, h.seq DESC",
             [*phrases, _HEADLINE, limit, list(summary_ids)],
+            "full-text search",
         )
         found: dict[int, list[SearchHit]] = {}
         for r in rows:
             hits = found.setdefault(r[0], [])
             if r[1] is not None:  # a summary without a match has one row of nulls
-                hits.append(SearchHit("message", *r[1:7], -1, float(r[7])))  # type: ignore[misc]
+                hits.append(
+                    SearchHit("message", r[1], r[2], r[3], r[4], r[5], r[6], -1, float(r[7]))
+                )
         return found
 
     def _scan_page(self, sql: str, params: Sequence[Any]) -> list[tuple] | None:

@@ -312,11 +312,10 @@ class ToolRunner:
                 listing.setdefault(expression, []).append(h.id)
         inner_hits: dict[int, list[SearchHit]] = {}
         for expression, summary_ids in listing.items():
-            inner_hits.update(
-                budget.read(
-                    partial(self._inner_hits, summary_ids, expression), {}, len(summary_ids)
-                )
+            by_summary: dict[int, list[SearchHit]] = budget.read(
+                partial(self._inner_hits, summary_ids, expression), {}, len(summary_ids)
             )
+            inner_hits.update(by_summary)
         steps: dict[int, dict[str, Any]] = budget.read(partial(attachments, self.store, hits), {})
         shown_folded = {
             (h.kind, h.id): folded[(h.kind, h.id)] for h in hits if folded.get((h.kind, h.id))
@@ -435,8 +434,7 @@ class ToolRunner:
         shown = _messages_first(leaders, limit)
         snippets_for = result.get("_fts_query_expanded") or query.expression
         others = [(text, False) for group in alternatives for text, _ in group]
-        snippets = self._with_snippets(shown, snippets_for, (list(terms), others), preview, budget)
-        return snippets, similar
+        return self._with_snippets(shown, snippets_for, (list(terms), others), budget), similar
 
     def _nearest(
         self,
@@ -576,15 +574,15 @@ class ToolRunner:
         hits: list[SearchHit],
         expression: str,
         terms: tuple[list[tuple[str, bool]], list[tuple[str, bool]]],
-        preview: int,
         budget: WorkBudget,
     ) -> list[SearchHit]:
         """``hits`` with each previewed long text replaced by fragments around the query's
         rarest words in it (snippets.py): the words as written (``terms[0]``), else
         their alternatives, else the store's snippet (a stemmed match); out of budget:
-        its beginning. A preview shorter than ``preview`` characters is the whole text:
-        only the others are read again."""
+        its beginning. A preview shorter than the relevance searches read is the whole
+        text: only the others are read again."""
         whole = self.config.grep_whole_text_chars
+        preview = whole * _PREVIEW_FACTOR
         snippets: dict[tuple[str, int], str] = {}
         kinds: tuple[tuple[ItemKind, SearchTarget], ...] = (
             ("message", "messages"),
@@ -596,9 +594,10 @@ class ToolRunner:
             contents = {h.id: h.text for h in long_hits if len(h.text) < preview}
             cut = [i for i in long_ids if i not in contents]
             if cut:
-                contents.update(
-                    budget.read(partial(self.store.contents_by_id, kind, cut), None) or {}
+                stored: dict[int, str] = budget.read(
+                    partial(self.store.contents_by_id, kind, cut), {}
                 )
+                contents.update(stored)
             for i, content in contents.items():
                 fragments = term_snippet(content, terms[0], whole, terms[1])
                 if fragments is not None:

@@ -162,3 +162,20 @@ def test_summary_hits_list_their_matching_messages_in_one_statement(
         assert not any(q.startswith("SELECT id, conversation_id, kind") for q in sql), sql
     finally:
         engine.dispose()
+
+
+def test_no_statement_is_prepared_so_no_plan_outlives_the_table_sizes(pg_database, tmp_path):
+    """psycopg prepares a statement on its fifth call, and the server then keeps a generic
+    plan made for the table sizes of that moment: made for a new conversation, the
+    known-uid check of every later turn scanned the whole conversation (per-turn time grew
+    with the history). The pooled connections prepare nothing."""
+    engine = make_engine(fresh_schema_url(pg_database), tmp_path)
+    try:
+        drive(engine, 12)
+        with engine.store._pool.connection() as conn:
+            prepared = conn.execute("SELECT count(*) FROM pg_prepared_statements").fetchone()
+            threshold = conn.prepare_threshold
+        assert prepared == (0,)
+        assert threshold is None
+    finally:
+        engine.dispose()
