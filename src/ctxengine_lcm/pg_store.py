@@ -10,6 +10,7 @@ search run under ``statement_timeout``.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -48,6 +49,8 @@ from .store_common import (
     first_unseen,
     message_from_row,
 )
+
+_log = logging.getLogger("ctxengine.engine.lcm")
 
 #: Text search configuration (stemming like the SQLite store's porter tokenizer).
 TS_CONFIG = "english"
@@ -227,6 +230,11 @@ def _longer_than(column: str, chars: int) -> str:
     ~3 µs for 600 of them) only where the bytes are more than ``chars``."""
     return f"(octet_length({column}) > {int(chars)} AND length({column}) > {int(chars)})"
 
+
+#: A table is analyzed once more rows than this share of it (and the base) changed
+#: since its last analysis (autovacuum's defaults, ``autovacuum_analyze_*``).
+_ANALYZE_SCALE = 0.1
+_ANALYZE_BASE_ROWS = 50
 
 #: Newest matches gathered for a recency search (at least ``limit``).
 _RECENT_CAP = 200
@@ -703,8 +711,36 @@ class PgLcmStore(StoreCommon):
     # Upkeep.
 
     def tidy_search_index(self) -> None:
-        """Nothing to do: a GIN index has no segments to merge (autovacuum flushes its
-        pending list)."""
+        """Keep the planner's statistics of the LCM tables current (a GIN index has no
+        segments to merge): ANALYZE each table whose rows changed by more than a tenth
+        (and 50) since it was last analyzed, autovacuum's own rule, which a server with
+        autovacuum off never applies.
+
+        Without statistics the planner takes a conversation for a small share of the
+        table and intersects the whole (conversation, seq) index with a rare term's
+        matches: ``lcm_grep`` at 100,000 messages of one conversation took 6.5 ms
+        instead of 3.8. One statement per compaction finds the stale tables; analyzing
+        100,000 messages takes ~0.2 s, once per tenth of growth. A table another session
+        is analyzing is skipped; where the server refuses, autovacuum is left to it.
+        """
+        import psycopg
+
+        stale = read(  # upkeep, like the writes: never under a grep's read deadline
+            self._pool,
+            self.target,
+            "LCM store: checking the planner's statistics",
+            "SELECT relname FROM pg_stat_user_tables WHERE schemaname = current_schema() "
+            "AND relname LIKE 'lcm\\_%%' AND n_mod_since_analyze > "
+            f"{_ANALYZE_BASE_ROWS} + {_ANALYZE_SCALE} * n_live_tup",
+        )
+        for (table,) in stale:
+            try:
+                with self._pool.connection() as conn:
+                    conn.execute(f'ANALYZE (SKIP_LOCKED) "{table}"')
+            except psycopg.Error as exc:  # upkeep: the compaction it follows is done
+                _log.warning("%s: ANALYZE %s failed (%s); its statistics wait for autovacuum",
+                             self.path, table, str(exc).strip().splitlines()[0])  # fmt: skip
+                return
 
     # Health.
 
