@@ -571,8 +571,8 @@ class PgLcmStore(StoreCommon):
         targets together counted up to ``cap`` (one statement).
 
         Summaries are counted first: few, and restating the messages, they often hold a
-        common term ``cap`` times already, and its messages are then not read at all (the
-        count of the rest has a limit of 0). Messages count their newest matches: for a
+        common term ``cap`` times already, and its messages are then not read at all.
+        Messages count their newest matches: for a
         frequent term the planner then walks the primary key backwards through pages the
         searches keep cached, where its sequential scan of a table this size reads the
         oldest pages through a small ring of buffers on every count (0.4-0.6 ms instead of
@@ -598,8 +598,14 @@ class PgLcmStore(StoreCommon):
         params: list[Any] = [value for _, phrases in queries for value in (*phrases, cap)]
         totals = []
         for i, (query_sql, phrases) in enumerate(queries):
-            totals.append(" + ".join([f"n{i}", *(count(t, query_sql, f"%s - n{i}") for t in rest)]))
-            params += [value for _ in rest for value in (*phrases, cap)]
+            # A limit the planner can read (a computed one it takes for a tenth of the
+            # matches, and walks the primary key past a rare term's few); CASE runs the
+            # count only when the summaries left room.
+            rest_counts = "".join(
+                f" + CASE WHEN n{i} >= %s THEN 0 ELSE {count(t, query_sql, '%s')} END" for t in rest
+            )
+            totals.append(f"LEAST(%s, n{i}{rest_counts})")
+            params += [cap, *(value for _ in rest for value in (cap, *phrases, cap))]
         sql = (
             f"WITH firsts AS MATERIALIZED (SELECT {firsts}) SELECT {', '.join(totals)} FROM firsts"
         )
