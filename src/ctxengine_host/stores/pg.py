@@ -157,12 +157,8 @@ def shared_pool(target: PgTarget) -> Any:
             min_size=1,
             max_size=max(1, size),
             timeout=30,
-            # Reads: one round trip; writes: transaction(). Nothing is prepared: psycopg
-            # prepares a statement on its fifth call, and the server then settles on a
-            # generic plan made for the table sizes of that moment (with autovacuum off,
-            # forever): the known-uid check of a growing conversation kept scanning all of
-            # it, 2.2 ms per turn at 8,000 messages instead of 0.1 ms.
-            kwargs={"autocommit": True, "prepare_threshold": None},
+            kwargs={"autocommit": True},  # reads: one round trip; writes: transaction()
+            configure=_plan_each_call,
             open=False,
             name=f"ctxengine:{target.label}",
         )
@@ -176,6 +172,19 @@ def shared_pool(target: PgTarget) -> Any:
             ) from None
         _pools[key] = pool
         return pool
+
+
+def _plan_each_call(conn: Any) -> None:
+    """Plan every call of a prepared statement for its values and the tables' sizes now.
+
+    psycopg prepares a statement on its fifth call, and the server may then settle on a
+    generic plan, made once for the table sizes of that moment and kept for the
+    connection's life: made while a conversation was new, the known-uid check of every
+    later turn scanned the whole conversation (2.2 ms per turn at 8,000 messages instead
+    of 0.1 ms, growing with the history). A custom plan costs a planning per call; the
+    parsing stays saved.
+    """
+    conn.execute("SET plan_cache_mode = force_custom_plan")
 
 
 @atexit.register
