@@ -31,7 +31,7 @@ def test_a_table_that_grew_by_a_tenth_is_analyzed_at_the_next_upkeep(pg_url, tmp
     drive(engine, 30)  # its compactions may analyze the young table already
     engine.ingest("s1", [{"role": "user", "content": f"note {n}"} for n in range(80)])
     engine.dispose()
-    close_pools()  # a server process publishes its row counts when it ends
+    close_pools(parse_url(pg_url))  # a server process publishes its row counts at its end
     deadline = time.monotonic() + 10
     while _message_stats(pg_url)[0] < 80 and time.monotonic() < deadline:
         time.sleep(0.05)
