@@ -302,8 +302,8 @@ class PgLcmStore(StoreCommon):
 
     @contextmanager
     def read_deadline(self, deadline: float | None) -> Iterator[None]:
-        """The calling thread's reads run on one connection under ``statement_timeout``
-        within the block (:class:`~ctxengine_host.stores.pg.DeadlineReads`; None: as
+        """The calling thread's reads run on one connection whose statement is cancelled
+        at the deadline (:class:`~ctxengine_host.stores.pg.DeadlineReads`; None: as
         without a deadline); an enclosing block's applies again after it."""
         enclosing = self._deadline_reads()
         reads = None if deadline is None else DeadlineReads(self._pool, self.target, deadline)

@@ -120,3 +120,29 @@ def test_a_connection_dropped_while_idle_is_replaced_under_a_deadline(pg_databas
             assert store.conversation(conversation).id == conversation
     finally:
         release(url)
+
+
+@pytest.mark.postgres
+def test_a_connection_cancelled_at_the_deadline_is_not_lent_again(pg_database):
+    """A cancel request may still be on its way when the reads end: the connection it
+    was sent for is closed, not given back to the pool for another statement; reads that
+    end before their deadline give theirs back, and nothing is set on it."""
+    url = fresh_schema_url(pg_database)
+    store = PgLcmStore(url)
+    try:
+        with store.read_deadline(time.monotonic() + 10):
+            ((pid,),) = store._read("SELECT pg_backend_pid()")
+        with store.read_deadline(time.monotonic() + 10):
+            assert store._read("SELECT pg_backend_pid()") == [(pid,)]  # the same, lent again
+            assert store._read("SHOW statement_timeout") == [("0",)]
+        with store.read_deadline(time.monotonic() + 0.2):
+            store._read("SELECT 1")
+            time.sleep(0.4)  # the deadline passes while the connection is idle
+            with pytest.raises(StatementTimedOut):
+                store._read("SELECT 1")
+        ((after,),) = store._read("SELECT pg_backend_pid()")
+        assert after != pid
+        # The replacement runs a long statement to its end: no cancel reaches it.
+        assert store._read("SELECT pg_sleep(0.3), 1") == [("", 1)]
+    finally:
+        release(url)

@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import atexit
 import hashlib
-import math
 import os
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
+from .pg_deadlines import WATCH
 from .pg_schemas import QUARANTINE_SCHEMA, TRANSCRIPT_SCHEMA, Schema
 
 SCHEMES = ("postgresql", "postgres")
@@ -29,6 +29,8 @@ SCHEMA_GROUP = "ctxengine.pg_schemas"
 #: Our own URL query parameter: the PostgreSQL schema (namespace) holding the tables.
 SCHEMA_PARAM = "schema"
 POOL_SIZE_ENV = "CTXENGINE_PG_POOL_SIZE"
+#: How long a cancel request at a read deadline may take to reach the server.
+CANCEL_TIMEOUT_SECONDS = 2.0
 VERSION_TABLE = "ctxengine_schema_versions"
 _MIGRATE_LOCK = "ctxengine:migrate"
 _FIX = "use postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME]"
@@ -262,25 +264,24 @@ def read(pool: Any, target: PgTarget, what: str, sql: str, params: Any = ()) -> 
 
 
 class DeadlineReads:
-    """One thread's reads while a deadline holds: each statement is cancelled by the
-    server (``psycopg.errors.QueryCanceled``) once it runs past the deadline.
+    """One thread's reads while a deadline holds: a statement still running at the
+    deadline is cancelled (``psycopg.errors.QueryCanceled``), by the process's deadline
+    watch (:mod:`~ctxengine_host.stores.pg_deadlines`), which costs no statement.
 
     The reads share one pooled connection, taken at the first and given back by
-    :meth:`close`, whose ``statement_timeout`` is set to the time left: once for the
-    usual short run of reads, again only when :data:`TIMEOUT_SLACK_SECONDS` have passed
-    since (a round trip per statement would double a rare-term search's round trips).
-    Writes take connections of their own, without the timeout.
+    :meth:`close`; one that was cancelled is closed instead (a cancel request still on
+    its way must not stop the next borrower's statement). Writes take connections of
+    their own, never cancelled.
     """
-
-    #: How far past the deadline a statement may run: the time since the timeout was set.
-    TIMEOUT_SLACK_SECONDS = 0.1
 
     def __init__(self, pool: Any, target: PgTarget, deadline: float) -> None:
         self.deadline = deadline
         self._pool, self._target = pool, target
         self._stack = ExitStack()
         self._conn: Any = None
-        self._timeout_set_at: float | None = None
+        #: Guards the connection between this run's thread and the watch's.
+        self._lock = threading.Lock()
+        self._watched = self._closed = self._cancelled = False
 
     def read(self, what: str, sql: str, params: Any = ()) -> list[tuple]:
         """One read statement. A pooled connection the server dropped while idle fails at
@@ -291,9 +292,7 @@ class DeadlineReads:
         for attempt in (1, 2):
             fresh = self._conn is None
             try:
-                conn = self._connection()
-                self._bound_statement_time(conn)
-                return conn.execute(sql, params).fetchall()
+                return self._connection().execute(sql, params).fetchall()
             except psycopg.OperationalError as exc:
                 if not _connection_lost(exc):
                     raise
@@ -308,41 +307,45 @@ class DeadlineReads:
     def seconds_left(self) -> float:
         return self.deadline - time.monotonic()
 
+    def cancel(self) -> None:
+        """At the deadline (the watch's thread): stop the statement the connection runs,
+        if any; the connection is not given back afterwards."""
+        import psycopg
+
+        with self._lock:
+            if self._closed or self._conn is None:
+                return
+            self._cancelled = True
+            # An unreachable server fails the statement on its own.
+            with suppress(psycopg.Error):
+                self._conn.cancel_safe(timeout=CANCEL_TIMEOUT_SECONDS)
+
     def _connection(self) -> Any:
         if self._conn is None:
-            self._conn = self._stack.enter_context(self._pool.connection())
+            conn = self._stack.enter_context(self._pool.connection())
+            with self._lock:
+                self._conn = conn
+            if not self._watched:
+                self._watched = True
+                WATCH.watch(self)
         return self._conn
 
     def _drop_connection(self) -> None:
         """Give a broken connection back (the pool discards it); the next read takes another."""
+        with self._lock:
+            self._conn = None
         self._stack.close()
-        self._stack, self._conn, self._timeout_set_at = ExitStack(), None, None
-
-    def _bound_statement_time(self, conn: Any) -> None:
-        """Set ``statement_timeout`` to the time left, unless set within the slack (at
-        least 1 ms: 0 would mean no timeout at all)."""
-        now = time.monotonic()
-        if (
-            self._timeout_set_at is not None
-            and now - self._timeout_set_at < self.TIMEOUT_SLACK_SECONDS
-        ):
-            return
-        left_ms = max(1, math.ceil((self.deadline - now) * 1000))
-        conn.execute("SELECT set_config('statement_timeout', %s, false)", (f"{left_ms}ms",))
-        self._timeout_set_at = now
+        self._stack = ExitStack()
 
     def close(self) -> None:
-        """Give the connection back with the server's ``statement_timeout`` (a connection
-        whose reset fails is closed: the pool drops it rather than lend out the timeout)."""
-        import psycopg
-
-        if self._conn is not None and self._timeout_set_at is not None:
-            try:
-                self._conn.execute("RESET statement_timeout")
-            except psycopg.Error:
+        """Give the connection back, or close it if it was cancelled (the pool then
+        replaces it)."""
+        with self._lock:
+            self._closed = True
+            if self._cancelled and self._conn is not None:
                 self._conn.close()
+            self._conn = None
         self._stack.close()
-        self._conn = None
 
 
 def _connection_lost(exc: BaseException) -> bool:
