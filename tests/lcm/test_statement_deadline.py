@@ -146,3 +146,25 @@ def test_a_connection_cancelled_at_the_deadline_is_not_lent_again(pg_database):
         assert store._read("SELECT pg_sleep(0.3), 1") == [("", 1)]
     finally:
         release(url)
+
+
+@pytest.mark.postgres
+def test_a_statement_sent_at_the_deadlines_edge_is_still_stopped(pg_database):
+    """The store sends no read past the deadline, but one sent at its edge can reach the
+    server after the cancel did (ignored there, between statements): the watch cancels
+    again while the reads are open."""
+    import psycopg
+
+    url = fresh_schema_url(pg_database)
+    store = PgLcmStore(url)
+    try:
+        with store.read_deadline(time.monotonic() + 0.1):
+            reads = store._deadline_reads()
+            reads.read("warm-up", "SELECT 1")  # the connection is taken and watched
+            time.sleep(0.3)  # the first cancel found it idle
+            started = time.monotonic()
+            with pytest.raises(psycopg.errors.QueryCanceled):
+                reads.read("late", "SELECT pg_sleep(5)")
+            assert time.monotonic() - started < 1.0
+    finally:
+        release(url)

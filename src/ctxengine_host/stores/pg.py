@@ -307,18 +307,20 @@ class DeadlineReads:
     def seconds_left(self) -> float:
         return self.deadline - time.monotonic()
 
-    def cancel(self) -> None:
+    def cancel(self) -> bool:
         """At the deadline (the watch's thread): stop the statement the connection runs,
-        if any; the connection is not given back afterwards."""
+        if any; the connection is not given back afterwards. False once closed."""
         import psycopg
 
         with self._lock:
-            if self._closed or self._conn is None:
-                return
-            self._cancelled = True
-            # An unreachable server fails the statement on its own.
-            with suppress(psycopg.Error):
-                self._conn.cancel_safe(timeout=CANCEL_TIMEOUT_SECONDS)
+            if self._closed:
+                return False
+            if self._conn is not None:
+                self._cancelled = True
+                # An unreachable server fails the statement on its own.
+                with suppress(psycopg.Error):
+                    self._conn.cancel_safe(timeout=CANCEL_TIMEOUT_SECONDS)
+            return True
 
     def _connection(self) -> Any:
         if self._conn is None:

@@ -4,7 +4,10 @@ A deadline given to a run of reads (:class:`~ctxengine_host.stores.pg.DeadlineRe
 watched here rather than set on the connection as ``statement_timeout``: setting and
 resetting it cost two round trips per search, more than a rare-term search's own work.
 At the deadline the watch asks the run to cancel its connection's statement, as psql's
-Ctrl-C does (libpq's cancel request); a run that ended before it is not touched.
+Ctrl-C does (libpq's cancel request); a run that ended before it is not touched. A run
+still open is asked again every :data:`AGAIN_SECONDS`: a cancel that reaches the server
+between two statements is ignored there, and a statement sent at the deadline's edge
+would otherwise run on unbounded.
 """
 
 from __future__ import annotations
@@ -16,13 +19,18 @@ import threading
 import time
 from typing import Protocol
 
+#: How soon a run still open after a cancel is cancelled again.
+AGAIN_SECONDS = 0.05
+
 
 class Cancellable(Protocol):
     """A run of reads with a deadline (``time.monotonic()``) that can stop its statement."""
 
     deadline: float
 
-    def cancel(self) -> None: ...
+    def cancel(self) -> bool:
+        """Stop the statement running, if any; False once the run has ended."""
+        ...
 
 
 class DeadlineWatch:
@@ -60,7 +68,11 @@ class DeadlineWatch:
                     wait = self._due[0][0] - time.monotonic() if self._due else None
                     self._changed.wait(wait)
                 _, _, run = heapq.heappop(self._due)
-            run.cancel()  # outside the lock: a cancel request is a connection of its own
+            # Outside the lock: a cancel request is a connection of its own.
+            if run.cancel():
+                with self._changed:
+                    again = time.monotonic() + AGAIN_SECONDS
+                    heapq.heappush(self._due, (again, next(self._order), run))
 
 
 #: The process's watch.
