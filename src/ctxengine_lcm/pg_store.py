@@ -22,6 +22,7 @@ from ctxengine_host.stores.pg import (
     PgTarget,
     Schema,
     advisory_key,
+    first_line,
     open_checked,
     parse_url,
     read,
@@ -572,12 +573,12 @@ class PgLcmStore(StoreCommon):
 
         Summaries are counted first: few, and restating the messages, they often hold a
         common term ``cap`` times already, and its messages are then not read at all.
-        Messages count their newest matches: for a
-        frequent term the planner then walks the primary key backwards through pages the
-        searches keep cached, where its sequential scan of a table this size reads the
-        oldest pages through a small ring of buffers on every count (0.4-0.6 ms instead of
-        0.8-8 ms for a word in one message of ten, at 100,000 messages). Summaries are
-        wide: the GIN bitmap counts them faster than a walk reading each one's tsvector.
+        Messages count their newest matches: for a frequent term the planner then walks
+        the primary key backwards through pages the searches keep cached, where its
+        sequential scan of a table this size reads the oldest pages through a small ring
+        of buffers on every count (0.4-0.6 ms instead of 0.8-8 ms for a word in one
+        message of ten, at 100,000 messages). Summaries are wide: the GIN bitmap counts
+        them faster than a walk reading each one's tsvector.
         """
         if not operands or not targets:
             return []
@@ -739,14 +740,15 @@ class PgLcmStore(StoreCommon):
             "AND relname LIKE 'lcm\\_%%' AND n_mod_since_analyze > "
             f"{_ANALYZE_BASE_ROWS} + {_ANALYZE_SCALE} * n_live_tup",
         )
-        for (table,) in stale:
-            try:
-                with self._pool.connection() as conn:
+        if not stale:
+            return
+        try:
+            with self._pool.connection() as conn:
+                for (table,) in stale:
                     conn.execute(f'ANALYZE (SKIP_LOCKED) "{table}"')
-            except psycopg.Error as exc:  # upkeep: the compaction it follows is done
-                _log.warning("%s: ANALYZE %s failed (%s); its statistics wait for autovacuum",
-                             self.path, table, str(exc).strip().splitlines()[0])  # fmt: skip
-                return
+        except psycopg.Error as exc:  # upkeep: the compaction it follows is done
+            _log.warning("%s: ANALYZE failed (%s); the statistics wait for autovacuum",
+                         self.path, first_line(exc))  # fmt: skip
 
     # Health.
 

@@ -949,11 +949,11 @@ class SqliteStore(StoreCommon):
         holding more of the query's operands come first, newest first among equals: bm25
         would let short texts that repeat one term outrank a long log holding most of the
         terms, and its global statistics cost a pass over each term's whole index per
-        statement. At most ``_WITHIN_CANDIDATES`` of the newest matches are
-        ranked; the operands held are counted in SQL (one query per operand over the
-        candidates' range, each materialized once), and the rows shown get their snippets
-        from one more pass over the range they lie in (``+rowid``: a seek per row would look
-        every term up again in every index segment). That range and the best rows are
+        statement. At most ``_WITHIN_CANDIDATES`` of the newest matches are ranked; the
+        operands held are counted in SQL (one query per operand over the candidates'
+        range, each materialized once), and the rows shown get their snippets from one
+        more pass over the range they lie in (``+rowid``: a seek per row would look every
+        term up again in every index segment). That range and the best rows are
         materialized CTEs: read through as subqueries of the CTEs they come from, the same
         statements cost 18% more instructions (the inner hits of the 2,000-turn replay's
         probe searches).

@@ -111,7 +111,7 @@ def parse_url(url: str) -> PgTarget:
     try:
         libpq.conninfo_to_dict(conninfo_url)
     except Exception as exc:  # psycopg.ProgrammingError: unknown option, bad value
-        raise PgUrlError(f"{_redact(url)}: {_first_line(exc)}; {_FIX}") from None
+        raise PgUrlError(f"{_redact(url)}: {first_line(exc)}; {_FIX}") from None
     host = parts.hostname or "localhost"
     label = f"postgresql://{host}:{port or 5432}/{database}" + (
         f"?schema={schema}" if schema != "public" else ""
@@ -130,7 +130,8 @@ def _redact(url: str) -> str:
     return url
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
+    """An error's first line for a message (a server error's text runs on with details)."""
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
@@ -169,7 +170,7 @@ def shared_pool(target: PgTarget) -> Any:
         except Exception as exc:
             pool.close()
             raise PgUnavailable(
-                f"cannot connect to {target.label}: {_first_line(exc)}. Is the server running "
+                f"cannot connect to {target.label}: {first_line(exc)}. Is the server running "
                 "and the URL right? (check with: psql URL -c 'select 1')"
             ) from None
         _pools[key] = pool
@@ -208,7 +209,7 @@ def connect(target: PgTarget, **kwargs: Any) -> Any:
     try:
         return psycopg.connect(target.conninfo, **kwargs)
     except psycopg.OperationalError as exc:
-        raise PgUnavailable(f"cannot connect to {target.label}: {_first_line(exc)}") from None
+        raise PgUnavailable(f"cannot connect to {target.label}: {first_line(exc)}") from None
 
 
 @contextmanager
@@ -231,7 +232,7 @@ def transaction(pool: Any, target: PgTarget, what: str) -> Iterator[Any]:
             stack.__exit__(type(exc), exc, exc.__traceback__)  # the pool drops it
             if attempt == 2:
                 raise PgUnavailable(
-                    f"{what}: cannot reach {target.label} ({_first_line(exc)})"
+                    f"{what}: cannot reach {target.label} ({first_line(exc)})"
                 ) from exc
             continue
         break
@@ -240,7 +241,7 @@ def transaction(pool: Any, target: PgTarget, what: str) -> Iterator[Any]:
             yield conn
     except psycopg.OperationalError as exc:
         raise PgUnavailable(
-            f"{what}: the connection to {target.label} failed ({_first_line(exc)}); nothing "
+            f"{what}: the connection to {target.label} failed ({first_line(exc)}); nothing "
             "of this operation was committed, retry it"
         ) from exc
 
@@ -258,7 +259,7 @@ def read(pool: Any, target: PgTarget, what: str, sql: str, params: Any = ()) -> 
         except psycopg.OperationalError as exc:
             if attempt == 2 or not _connection_lost(exc):
                 raise PgUnavailable(
-                    f"{what}: the connection to {target.label} failed ({_first_line(exc)})"
+                    f"{what}: the connection to {target.label} failed ({first_line(exc)})"
                 ) from exc
     raise AssertionError("unreachable")
 
@@ -299,8 +300,7 @@ class DeadlineReads:
                 self._drop_connection()
                 if attempt == 2 or not fresh:
                     raise PgUnavailable(
-                        f"{what}: the connection to {self._target.label} failed "
-                        f"({_first_line(exc)})"
+                        f"{what}: the connection to {self._target.label} failed ({first_line(exc)})"
                     ) from exc
         raise AssertionError("unreachable")
 
