@@ -21,11 +21,13 @@ from ctxengine_host.stores.pg import (
     DeadlineReads,
     PgTarget,
     Schema,
+    Statement,
     advisory_key,
     first_line,
     open_checked,
     parse_url,
     read,
+    read_many,
     transaction,
     xact_lock,
 )
@@ -37,6 +39,7 @@ from .sql import CONVERSATION_COLUMNS, MESSAGE_COLUMNS, POSTGRES, SUMMARY_COLUMN
 from .store import (
     Appended,
     Conversation,
+    FulltextSearch,
     Grant,
     NewMessage,
     SearchHit,
@@ -276,6 +279,22 @@ def ts_query_sql(fts_query: str) -> tuple[str, list[str]]:
     return "(" + " || ".join(f"({a})" for a in alternatives) + ")", params
 
 
+def _search_hits(rows: list[tuple], target: Literal["messages", "summaries"]) -> list[SearchHit]:
+    """The hits of a search's rows (:meth:`PgLcmStore._search_statement`)."""
+    kind: Literal["message", "summary"] = "message" if target == "messages" else "summary"
+    return [
+        SearchHit(  # type: ignore[misc, call-arg]  # mypy cannot count the splat
+            kind,
+            *r[:7],
+            float(r[7]),
+            lineage=kind == "message",
+            covered_by=r[8],
+            tool_call=r[9],
+        )
+        for r in rows
+    ]
+
+
 class PgLcmStore(StoreCommon):
     """An LCM history in PostgreSQL, shared by every host process of a deployment."""
 
@@ -296,10 +315,14 @@ class PgLcmStore(StoreCommon):
         return transaction(self._pool, self.target, f"LCM store: {what}")
 
     def _read(self, sql: str, params: Sequence[Any] = (), what: str = "reading") -> list[tuple]:
+        return self._read_many([(sql, params)], what)[0]
+
+    def _read_many(self, statements: Sequence[Statement], what: str) -> list[list[tuple]]:
+        """The rows of each statement, sent together (one round trip)."""
         reads = self._deadline_reads()
         if reads is not None:
-            return self._read_by(reads, what, sql, params)
-        return read(self._pool, self.target, f"LCM store: {what}", sql, params)
+            return self._read_by(reads, what, statements)
+        return read_many(self._pool, self.target, f"LCM store: {what}", statements)
 
     @contextmanager
     def read_deadline(self, deadline: float | None) -> Iterator[None]:
@@ -320,15 +343,17 @@ class PgLcmStore(StoreCommon):
         """The calling thread's reads under a deadline, if it set one."""
         return getattr(self._deadline, "reads", None)
 
-    def _read_by(self, reads: DeadlineReads, what: str, sql: str, params: Any) -> list[tuple]:
-        """A read under the thread's deadline: not sent once it has passed, cancelled by
-        the server when it runs past it."""
+    def _read_by(
+        self, reads: DeadlineReads, what: str, statements: Sequence[Statement]
+    ) -> list[list[tuple]]:
+        """Reads under the thread's deadline: not sent once it has passed, cancelled by
+        the server when they run past it."""
         import psycopg
 
         if reads.seconds_left() <= 0:
             raise StatementTimedOut(f"{self.path}: the deadline passed before {what}")
         try:
-            return reads.read(f"LCM store: {what}", sql, params)
+            return reads.read_many(f"LCM store: {what}", statements)
         except psycopg.errors.QueryCanceled as exc:
             raise StatementTimedOut(f"{self.path}: {what} ran past its deadline") from exc
 
@@ -508,6 +533,23 @@ class PgLcmStore(StoreCommon):
         """
         if not conversation_ids:
             return []
+        search = FulltextSearch(
+            conversation_ids, fts_query, target, since, until, limit, by_relevance,
+            relevance_window, whole_chars, preview_chars, all_terms,
+        )  # fmt: skip
+        return self.search_fulltext_many([search])[0]
+
+    def search_fulltext_many(self, searches: Sequence[FulltextSearch]) -> list[list[SearchHit]]:
+        """The searches in one round trip (pipeline mode): a grep's messages and summaries
+        searches of one expression cost one wait for the server, not two."""
+        asked = [self._search_statement(s) for s in searches if s.conversation_ids]
+        found = iter(self._read_many(asked, "full-text search") if asked else [])
+        return [_search_hits(next(found), s.target) if s.conversation_ids else [] for s in searches]
+
+    def _search_statement(self, search: FulltextSearch) -> Statement:
+        """The SQL of one search (:meth:`search_fulltext`) and its parameters."""
+        (conversation_ids, fts_query, target, since, until, limit, by_relevance,
+         relevance_window, whole_chars, preview_chars, all_terms) = search  # fmt: skip
         alias, table = ("m", "lcm_messages") if target == "messages" else ("s", "lcm_summaries")
         scope, scope_params = self._scope_sql(alias, conversation_ids, since, until)
         query_sql, phrases = ts_query_sql(fts_query)
@@ -551,19 +593,7 @@ class PgLcmStore(StoreCommon):
             f"{lineage_join} ORDER BY {final}"
         )
         params = [*phrases, *phrases, *scope_params, cap, *pool_params, limit, *long_params]
-        rows = self._read(sql, params, "full-text search")
-        kind: Literal["message", "summary"] = "message" if target == "messages" else "summary"
-        return [
-            SearchHit(  # type: ignore[misc, call-arg]  # mypy cannot count the splat
-                kind,
-                *r[:7],
-                float(r[7]),
-                lineage=kind == "message",
-                covered_by=r[8],
-                tool_call=r[9],
-            )
-            for r in rows
-        ]
+        return sql, params
 
     def match_counts(
         self, targets: Sequence[Literal["messages", "summaries"]], operands: Sequence[str], cap: int

@@ -194,6 +194,23 @@ class SearchHit(NamedTuple):
     tool_call: bool | None = None
 
 
+class FulltextSearch(NamedTuple):
+    """The arguments of one :meth:`LcmStore.search_fulltext` call, to send several at once
+    (:meth:`LcmStore.search_fulltext_many`)."""
+
+    conversation_ids: Sequence[int]
+    fts_query: str
+    target: Literal["messages", "summaries"]
+    since: float | None
+    until: float | None
+    limit: int
+    by_relevance: bool
+    relevance_window: int | None
+    whole_chars: int = 1000
+    preview_chars: int | None = None
+    all_terms: str | None = None
+
+
 @dataclass
 class Grant:
     id: int
@@ -285,6 +302,11 @@ class LcmStore(Protocol):
         preview_chars: int | None = None,
         all_terms: str | None = None,
     ) -> list[SearchHit]: ...
+    def search_fulltext_many(self, searches: Sequence[FulltextSearch]) -> list[list[SearchHit]]:
+        """Each search's hits, as :meth:`search_fulltext` gives them, in order: a server
+        backend sends them together (one round trip instead of one each)."""
+        ...
+
     def match_counts(
         self, targets: Sequence[Literal["messages", "summaries"]], operands: Sequence[str], cap: int
     ) -> list[int]:

@@ -39,7 +39,15 @@ from .search import (
 from .seeds import SEED_SHARE, Seeds, choose_seeds
 from .semantic import SEMANTIC_FACTOR, VectorStore, nearest_messages
 from .snippets import term_snippet
-from .store import Grant, ItemKind, LcmStore, SearchHit, StoredMessage, StoredSummary
+from .store import (
+    FulltextSearch,
+    Grant,
+    ItemKind,
+    LcmStore,
+    SearchHit,
+    StoredMessage,
+    StoredSummary,
+)
 
 _ID = re.compile(r"^(sum|msg)_(\d{1,18})$")
 _UID = re.compile(r"^[0-9a-fA-F]{32}$")
@@ -48,6 +56,8 @@ _CHARS_PER_TOKEN_GUESS = 4
 #: (a longer number has no meaning here and would overflow the stores' integers).
 _INT_TEXT = re.compile(r"^\s*[+-]?[0-9]{1,18}\s*\Z")
 SearchTarget = Literal["messages", "summaries"]
+#: Builds the read of the targets' searches for an expression (``_fulltext``'s ``searches``).
+_Searches = Callable[..., Callable[[], dict[SearchTarget, list[SearchHit]]]]
 _MAX_INT = 10**18
 #: What a regex may expand to when compiled (see search.regex_cost_problem): 100,000
 #: elements compile in about 40 ms; group nesting past 32 levels is refused too.
@@ -381,19 +391,32 @@ class ToolRunner:
             for t in targets
         }
 
-        def searcher(target: SearchTarget, pool: int) -> Callable[..., list[SearchHit]]:
-            def search(
-                expression: str, all_terms: str | None = None, every_match: bool = False
-            ) -> list[SearchHit]:
-                return self.store.search_fulltext(
-                    access.conversation_ids, expression, target, since, until, pool,
-                    by_relevance, None if every_match else cfg.grep_relevance_window,
-                    cfg.grep_whole_text_chars, preview, all_terms=all_terms,
-                )  # fmt: skip
+        def searches(
+            among: list[SearchTarget],
+            expression: str,
+            all_terms: str | None = None,
+            every_match: bool = False,
+        ) -> Callable[[], dict[SearchTarget, list[SearchHit]]]:
+            """The read of the searches of ``among`` for ``expression``, sent together."""
+            window = None if every_match else cfg.grep_relevance_window
+            asked = [
+                FulltextSearch(
+                    access.conversation_ids,
+                    expression,
+                    target,
+                    since,
+                    until,
+                    pools[target],
+                    by_relevance,
+                    window,
+                    cfg.grep_whole_text_chars,
+                    preview,
+                    all_terms,
+                )
+                for target in among
+            ]
+            return partial(_search_each, self.store, asked)
 
-            return search
-
-        searches = {target: searcher(target, pool) for target, pool in pools.items()}
         seeds = (
             self._seeds(query, pools, limit, budget)
             if by_relevance and not query.explicit
@@ -493,7 +516,7 @@ class ToolRunner:
         short: list[SearchTarget],
         pools: dict[SearchTarget, int],
         limit: int,
-        searches: dict[SearchTarget, Callable[..., list[SearchHit]]],
+        searches: _Searches,
         budget: WorkBudget,
     ) -> list[SearchHit]:
         """Every match of the rarest alternatives that fit a share of the pools of
@@ -505,25 +528,20 @@ class ToolRunner:
         counts = budget.read(
             partial(self.store.match_counts, short, expansion.operands, pool + 1), None
         )
-        found: list[SearchHit] = []
         seeds = None if counts is None else choose_seeds(expansion.operands, counts, pool)
         if seeds is None:
-            return found
-        for target in short:
-            matches = budget.read(
-                partial(searches[target], seeds.expression, every_match=True), None
-            )
-            if matches is None:
-                break
-            found += matches
-        return found
+            return []
+        found = budget.read(
+            searches(short, seeds.expression, every_match=True), None, statements=len(short)
+        )
+        return [hit for hits in (found or {}).values() for hit in hits]
 
     def _matches(
         self,
         query: FtsQuery,
         seeds: Seeds | None,
         pools: dict[SearchTarget, int],
-        searches: dict[SearchTarget, Callable[..., list[SearchHit]]],
+        searches: _Searches,
         limit: int,
         every: str | None,
         budget: WorkBudget,
@@ -539,34 +557,32 @@ class ToolRunner:
         matches holding every term (``every``) from the whole history."""
         hits: list[SearchHit] = []
         short: list[SearchTarget] = []
+        targets = list(pools)
         if seeds is not None:
-            for target, search in searches.items():
-                # Every match of the seeds is ranked (they were counted: at most a
-                # window's worth), without looking for a window of newest ones.
-                found = budget.read(
-                    partial(
-                        search,
-                        seeds.expression,
-                        all_terms=None if seeds.whole else every,
-                        every_match=True,
-                    ),
-                    None,
-                )
-                if found is None:
-                    return hits, short
-                if not seeds.skipped and len(found) < pools[target]:
+            # Every match of the seeds is ranked (they were counted: at most a window's
+            # worth), without looking for a window of newest ones.
+            all_terms = None if seeds.whole else every
+            found = budget.read(
+                searches(targets, seeds.expression, all_terms, every_match=True),
+                None,
+                statements=len(targets),
+            )
+            if found is None:
+                return hits, short
+            for target, matches in found.items():
+                if not seeds.skipped and len(matches) < pools[target]:
                     short.append(target)
-                hits += found
+                hits += matches
             if not seeds.skipped or len(hits) >= limit:
                 return hits, short
         seen = {(h.kind, h.id) for h in hits}
-        for target, search in searches.items():
-            newest = budget.read(partial(search, query.expression, all_terms=every), None)
-            if newest is None:
-                break
-            if len(newest) < pools[target]:
+        newest = budget.read(
+            searches(targets, query.expression, every), None, statements=len(targets)
+        )
+        for target, matches in (newest or {}).items():
+            if len(matches) < pools[target]:
                 short.append(target)
-            hits += [h for h in newest if (h.kind, h.id) not in seen]
+            hits += [h for h in matches if (h.kind, h.id) not in seen]
         return hits, short
 
     def _with_snippets(
@@ -1012,6 +1028,14 @@ def _partial_reason(budget: WorkBudget, result: dict[str, Any], cfg: LcmConfig) 
     elif budget.exhausted == "work":
         reasons.append(f"the work cap of {cfg.grep_max_statements} store statements was reached")
     return "; ".join(reasons) + "; narrow the search (fewer words, since/until, scope)"
+
+
+def _search_each(
+    store: LcmStore, searches: list[FulltextSearch]
+) -> dict[SearchTarget, list[SearchHit]]:
+    """The hits of each search (one per target), by target, from one store call."""
+    found = store.search_fulltext_many(searches)
+    return {search.target: hits for search, hits in zip(searches, found, strict=True)}
 
 
 def _covering_summaries(store: LcmStore, hits: list[SearchHit]) -> dict[int, int]:

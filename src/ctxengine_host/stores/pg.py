@@ -13,7 +13,7 @@ import hashlib
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from importlib.metadata import entry_points
@@ -246,22 +246,45 @@ def transaction(pool: Any, target: PgTarget, what: str) -> Iterator[Any]:
         ) from exc
 
 
+#: A read statement and its parameters.
+Statement = tuple[str, Any]
+
+
 def read(pool: Any, target: PgTarget, what: str, sql: str, params: Any = ()) -> list[tuple]:
     """One read-only statement (autocommit, one round trip). A pooled connection the
     server dropped while idle is detected here and the read is tried once more on a
     fresh one; a second failure is :class:`PgUnavailable`."""
+    return read_many(pool, target, what, [(sql, params)])[0]
+
+
+def read_many(
+    pool: Any, target: PgTarget, what: str, statements: Sequence[Statement]
+) -> list[list[tuple]]:
+    """The rows of each read statement, all sent in one round trip; a dropped pooled
+    connection is replaced once, as in :func:`read`."""
     import psycopg
 
     for attempt in (1, 2):
         try:
             with pool.connection() as conn:
-                return conn.execute(sql, params).fetchall()
+                return fetch_all(conn, statements)
         except psycopg.OperationalError as exc:
             if attempt == 2 or not _connection_lost(exc):
                 raise PgUnavailable(
                     f"{what}: the connection to {target.label} failed ({first_line(exc)})"
                 ) from exc
     raise AssertionError("unreachable")
+
+
+def fetch_all(conn: Any, statements: Sequence[Statement]) -> list[list[tuple]]:
+    """The rows of each statement; several go together in pipeline mode (one round trip
+    instead of one each: the server runs them in order, the first error stops the rest)."""
+    if len(statements) == 1:
+        sql, params = statements[0]
+        return [conn.execute(sql, params).fetchall()]
+    with conn.pipeline():
+        cursors = [conn.execute(sql, params) for sql, params in statements]
+    return [cursor.fetchall() for cursor in cursors]
 
 
 class DeadlineReads:
@@ -288,12 +311,17 @@ class DeadlineReads:
         """One read statement. A pooled connection the server dropped while idle fails at
         its first statement and is replaced once, as in :func:`read`; a connection that
         fails later is :class:`PgUnavailable`."""
+        return self.read_many(what, [(sql, params)])[0]
+
+    def read_many(self, what: str, statements: Sequence[Statement]) -> list[list[tuple]]:
+        """The rows of each read statement, sent in one round trip (:func:`fetch_all`);
+        a failed connection is handled as in :meth:`read`."""
         import psycopg
 
         for attempt in (1, 2):
             fresh = self._conn is None
             try:
-                return self._connection().execute(sql, params).fetchall()
+                return fetch_all(self._connection(), statements)
             except psycopg.OperationalError as exc:
                 if not _connection_lost(exc):
                     raise
