@@ -240,6 +240,11 @@ def _longer_than(column: str, chars: int) -> str:
 _ANALYZE_SCALE = 0.1
 _ANALYZE_BASE_ROWS = 50
 
+#: The search target each table holds.
+_TARGETS: dict[str, Literal["messages", "summaries"]] = {
+    "lcm_messages": "messages",
+    "lcm_summaries": "summaries",
+}
 #: Newest matches gathered for a recency search (at least ``limit``).
 _RECENT_CAP = 200
 _HEADLINE = "StartSel='',StopSel='',MaxWords=48,MinWords=16,MaxFragments=1,FragmentDelimiter=…"
@@ -595,20 +600,20 @@ class PgLcmStore(StoreCommon):
         params = [*phrases, *phrases, *scope_params, cap, *pool_params, limit, *long_params]
         return sql, params
 
-    def match_counts(
+    def match_counts_by_target(
         self, targets: Sequence[Literal["messages", "summaries"]], operands: Sequence[str], cap: int
-    ) -> list[int]:
-        """How many texts of every session in ``targets`` match each of ``operands``, all
-        targets together counted up to ``cap`` (one statement).
+    ) -> list[dict[Literal["messages", "summaries"], int]]:
+        """How many texts of every session in each of ``targets`` match each of
+        ``operands``, counted up to ``cap`` all targets together (one statement).
 
         Summaries are counted first: few, and restating the messages, they often hold a
-        common term ``cap`` times already, and its messages are then not read at all.
-        Messages count their newest matches: for a frequent term the planner then walks
-        the primary key backwards through pages the searches keep cached, where its
-        sequential scan of a table this size reads the oldest pages through a small ring
-        of buffers on every count (0.4-0.6 ms instead of 0.8-8 ms for a word in one
-        message of ten, at 100,000 messages). Summaries are wide: the GIN bitmap counts
-        them faster than a walk reading each one's tsvector.
+        common term ``cap`` times already, and its messages are then not read at all
+        (counted as 0). Messages count their newest matches: for a frequent term the
+        planner then walks the primary key backwards through pages the searches keep
+        cached, where its sequential scan of a table this size reads the oldest pages
+        through a small ring of buffers on every count (0.4-0.6 ms instead of 0.8-8 ms for
+        a word in one message of ten, at 100,000 messages). Summaries are wide: the GIN
+        bitmap counts them faster than a walk reading each one's tsvector.
         """
         if not operands or not targets:
             return []
@@ -627,20 +632,24 @@ class PgLcmStore(StoreCommon):
             f"{count(first, query_sql, '%s')} AS n{i}" for i, (query_sql, _) in enumerate(queries)
         )
         params: list[Any] = [value for _, phrases in queries for value in (*phrases, cap)]
-        totals = []
+        columns = []
         for i, (query_sql, phrases) in enumerate(queries):
             # A limit the planner can read (a computed one it takes for a tenth of the
             # matches, and walks the primary key past a rare term's few); CASE runs the
             # count only when the summaries left room.
-            rest_counts = "".join(
-                f" + CASE WHEN n{i} >= %s THEN 0 ELSE {count(t, query_sql, '%s')} END" for t in rest
-            )
-            totals.append(f"LEAST(%s, n{i}{rest_counts})")
-            params += [cap, *(value for _ in rest for value in (cap, *phrases, cap))]
+            columns += [f"n{i}"] + [
+                f"CASE WHEN n{i} >= %s THEN 0 ELSE {count(t, query_sql, '%s')} END" for t in rest
+            ]
+            params += [value for _ in rest for value in (cap, *phrases, cap)]
         sql = (
-            f"WITH firsts AS MATERIALIZED (SELECT {firsts}) SELECT {', '.join(totals)} FROM firsts"
+            f"WITH firsts AS MATERIALIZED (SELECT {firsts}) SELECT {', '.join(columns)} FROM firsts"
         )
-        return [int(n) for n in self._read(sql, params, "full-text search")[0]]
+        row = self._read(sql, params, "full-text search")[0]
+        names = [_TARGETS[table] for table in (first, *rest)]
+        return [
+            dict(zip(names, map(int, row[i : i + len(names)]), strict=True))
+            for i in range(0, len(row), len(names))
+        ]
 
     def snippets(
         self,

@@ -15,8 +15,9 @@ ranks (keeping its best): ranking a common term costs a pass over its every matc
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 #: The share of the rerank pools the rare terms' matches may fill. Each candidate costs
 #: its reranking and folding in Python (~10 µs); where every word of a query is rare
@@ -25,6 +26,9 @@ from dataclasses import dataclass
 #: at 100,000 messages. The terms left out still count in reranking, and a page the rare
 #: terms cannot fill is filled from the newest matches of the whole query.
 SEED_SHARE = 0.25
+
+#: A search target's name.
+_Target = TypeVar("_Target", bound=str)
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,11 @@ class Seeds:
     #: False when the matches fit the relevance window but not the rerank pools: the store
     #: ranks them and keeps its best, with every match holding all the query's terms.
     whole: bool = True
+    #: The operands taken, rarest first.
+    operands: tuple[str, ...] = ()
+    #: The targets holding their matches, where they were counted per target (None: not
+    #: known, every target is searched).
+    targets: tuple[str, ...] | None = None
 
 
 def choose_seeds(operands: Sequence[str], counts: Sequence[int], pool: int) -> Seeds | None:
@@ -55,4 +64,17 @@ def choose_seeds(operands: Sequence[str], counts: Sequence[int], pool: int) -> S
     if not taken:
         return None
     matching = sum(1 for count in counts if count > 0)
-    return Seeds(" OR ".join(taken), len(taken) < matching)
+    return Seeds(" OR ".join(taken), len(taken) < matching, operands=tuple(taken))
+
+
+def holding_targets(
+    seeds: Seeds, operands: Sequence[str], counts: Sequence[Mapping[_Target, int]]
+) -> tuple[_Target, ...]:
+    """The targets where ``seeds`` match, from each operand's ``counts`` by target (a
+    seed's counts are below the cap: exact). A target without one has nothing to search."""
+    by_operand = dict(zip(operands, counts, strict=True))
+    return tuple(
+        target
+        for target in counts[0]
+        if any(by_operand[operand][target] for operand in seeds.operands)
+    )

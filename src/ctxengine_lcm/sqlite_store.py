@@ -883,31 +883,28 @@ class SqliteStore(StoreCommon):
             hits = [h._replace(text=found[h.id]) if h.id in found else h for h in hits]
         return hits
 
-    def match_counts(
+    def match_counts_by_target(
         self, targets: Sequence[Literal["messages", "summaries"]], operands: Sequence[str], cap: int
-    ) -> list[int]:
-        """How many texts of every session in ``targets`` match each of ``operands``, all
-        targets together counted up to ``cap`` (one statement; a common term costs ``cap``
-        index entries per target, not its all)."""
+    ) -> list[dict[Literal["messages", "summaries"], int]]:
+        """How many texts of every session in each of ``targets`` match each of
+        ``operands``, each counted up to ``cap`` (one statement; a common term costs
+        ``cap`` index entries per target, not its all)."""
         if not operands or not targets:
             return []
         if "messages" in targets:
             self.index_pending()
         tables = ["messages_fts" if t == "messages" else "summaries_fts" for t in targets]
-        one = "min(?, {})".format(
-            " + ".join(
-                f"(SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT ?))"
-                for fts in tables
-            )
+        one = ", ".join(
+            f"(SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT ?))"
+            for fts in tables
         )
-        params = [
-            value
-            for operand in operands
-            for value in (cap, *(v for _ in tables for v in (operand, cap)))
-        ]
+        params = [value for operand in operands for _ in tables for value in (operand, cap)]
         with self._reading() as conn:
             row = conn.execute("SELECT " + ", ".join([one] * len(operands)), params).fetchone()
-        return list(row)
+        width = len(targets)
+        return [
+            dict(zip(targets, row[i : i + width], strict=True)) for i in range(0, len(row), width)
+        ]
 
     def snippets(
         self,

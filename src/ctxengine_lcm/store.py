@@ -314,6 +314,14 @@ class LcmStore(Protocol):
         targets together counted up to ``cap`` (a count that reaches it stops there)."""
         ...
 
+    def match_counts_by_target(
+        self, targets: Sequence[Literal["messages", "summaries"]], operands: Sequence[str], cap: int
+    ) -> list[dict[Literal["messages", "summaries"], int]]:
+        """Each operand's matches in each of ``targets``, counted up to ``cap`` all targets
+        together: a target may be left uncounted (0) once the others reach it, so the
+        counts are exact where their sum is below ``cap``."""
+        ...
+
     def snippets(
         self,
         target: Literal["messages", "summaries"],

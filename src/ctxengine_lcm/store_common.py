@@ -161,6 +161,7 @@ class StoreCommon:
     _conversations_clause: Callable[[str, Sequence[int]], tuple[str, list[Any]]]
     _scan_page: Callable[[str, Sequence[Any]], list[tuple] | None]
     messages_by_id: Callable[[Iterable[int]], dict[int, StoredMessage]]
+    match_counts_by_target: Callable[..., list[dict[Literal["messages", "summaries"], int]]]
     summaries_by_id: Callable[[Iterable[int]], dict[int, StoredSummary]]
 
     # Conversations.
@@ -526,6 +527,15 @@ class StoreCommon:
                 return
 
     # Sub-agent grants.
+
+    def match_counts(
+        self, targets: Sequence[Literal["messages", "summaries"]], operands: Sequence[str], cap: int
+    ) -> list[int]:
+        """Each operand's matches in all ``targets`` together, up to ``cap``."""
+        return [
+            min(cap, sum(by_target.values()))
+            for by_target in self.match_counts_by_target(targets, operands, cap)
+        ]
 
     def create_grant(self, grant: Grant) -> int:
         d = self._sql

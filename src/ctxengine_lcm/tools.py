@@ -36,7 +36,7 @@ from .search import (
     regex_cost_problem,
     regex_scan,
 )
-from .seeds import SEED_SHARE, Seeds, choose_seeds
+from .seeds import SEED_SHARE, Seeds, choose_seeds, holding_targets
 from .semantic import SEMANTIC_FACTOR, VectorStore, nearest_messages
 from .snippets import term_snippet
 from .store import (
@@ -491,23 +491,26 @@ class ToolRunner:
         the pools, else those whose matches fit the relevance window (the store ranks them
         and keeps the pools' best). None when even the rarest overflows the window."""
 
-        def counts_up_to(cap: int) -> list[int] | None:
-            return budget.read(
-                partial(self.store.match_counts, list(pools), query.operands, cap), None
+        def seeds_within(cap: int) -> tuple[Seeds | None, bool]:
+            """The seeds whose matches fit ``cap``, and whether any operand matched."""
+            counts = budget.read(
+                partial(self.store.match_counts_by_target, list(pools), query.operands, cap + 1),
+                None,
             )
+            if counts is None:
+                return None, False
+            totals = [min(cap + 1, sum(c.values())) for c in counts]
+            seeds = choose_seeds(query.operands, totals, cap)
+            if seeds is None:
+                return None, any(totals)
+            holding = holding_targets(seeds, query.operands, counts)
+            return replace(seeds, targets=holding), True
 
         pool = max(limit, int(sum(pools.values()) * SEED_SHARE))
-        counts = counts_up_to(pool + 1)
-        if counts is None:
-            return None
-        seeds = choose_seeds(query.operands, counts, pool)
-        if seeds is not None or not any(counts):
+        seeds, matched = seeds_within(pool)
+        if seeds is not None or not matched:
             return seeds
-        window = self.config.grep_relevance_window
-        counts = counts_up_to(window + 1)
-        if counts is None:
-            return None
-        wide = choose_seeds(query.operands, counts, window)
+        wide, _ = seeds_within(self.config.grep_relevance_window)
         return None if wide is None else replace(wide, whole=False)
 
     def _alternative_matches(
@@ -526,13 +529,16 @@ class ToolRunner:
         page; it still counts in the reranking of the candidates found."""
         pool = max(limit, int(sum(pools[target] for target in short) * SEED_SHARE))
         counts = budget.read(
-            partial(self.store.match_counts, short, expansion.operands, pool + 1), None
+            partial(self.store.match_counts_by_target, short, expansion.operands, pool + 1), None
         )
-        seeds = None if counts is None else choose_seeds(expansion.operands, counts, pool)
+        totals = [min(pool + 1, sum(c.values())) for c in counts or ()]
+        seeds = None if counts is None else choose_seeds(expansion.operands, totals, pool)
         if seeds is None:
             return []
+        holding = holding_targets(seeds, expansion.operands, counts or ())
+        among = [target for target in short if target in holding]
         found = budget.read(
-            searches(short, seeds.expression, every_match=True), None, statements=len(short)
+            searches(among, seeds.expression, every_match=True), None, statements=len(among)
         )
         return [hit for hits in (found or {}).values() for hit in hits]
 
@@ -561,15 +567,18 @@ class ToolRunner:
         if seeds is not None:
             # Every match of the seeds is ranked (they were counted: at most a window's
             # worth), without looking for a window of newest ones.
+            # A target without a match of the seeds is not searched: none to find there.
+            among = targets if seeds.targets is None else [t for t in targets if t in seeds.targets]
             all_terms = None if seeds.whole else every
             found = budget.read(
-                searches(targets, seeds.expression, all_terms, every_match=True),
+                searches(among, seeds.expression, all_terms, every_match=True),
                 None,
-                statements=len(targets),
+                statements=len(among),
             )
             if found is None:
                 return hits, short
-            for target, matches in found.items():
+            for target in targets:
+                matches = found.get(target, [])
                 if not seeds.skipped and len(matches) < pools[target]:
                     short.append(target)
                 hits += matches
