@@ -150,5 +150,17 @@ def test_match_counts_stop_at_the_cap_over_all_targets(tmp_path, database):
         assert store.match_counts(both, operands, 2) == [2, 2, 0]
         assert store.match_counts(["messages"], operands, 5) == [5, 0, 0]
         assert store.match_counts(["summaries"], operands, 100) == [3, 3, 0]
+        # By target: exact where the total is below the cap (what a seed's count is).
+        apple, pear, plum = store.match_counts_by_target(both, operands, 100)
+        assert (apple, pear, plum) == (
+            {"messages": 6, "summaries": 3},
+            {"messages": 0, "summaries": 3},
+            {"messages": 0, "summaries": 0},
+        )
+        assert store.match_counts_by_target(both, operands, 4)[1:] == [
+            {"messages": 0, "summaries": 3},
+            {"messages": 0, "summaries": 0},
+        ]
+        assert store.match_counts_by_target(["messages"], ['"apple"'], 5) == [{"messages": 5}]
     finally:
         engine.dispose()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -35,34 +36,57 @@ def driven(lcm_database: str, tmp_path: Path) -> Iterator[LcmEngine]:
     engine.dispose()
 
 
-class StatementCounter:
-    """Counts the statements every psycopg connection of this process sends."""
+class RoundTripCounter:
+    """Counts the round trips of every psycopg connection of this process: a statement
+    sent alone is one, statements sent together in pipeline mode are one. Entering gives
+    the trips, each the list of its statements."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.sql: list[str] = []
+        self.trips: list[list[str]] = []
+        self._together: list[str] | None = None
         execute = psycopg.Cursor.execute
+        pipeline = psycopg.Connection.pipeline
 
         def counted(cursor, query, *args, **kwargs):
-            self.sql.append(str(query))
+            if self._together is None:
+                self.trips.append([str(query)])
+            else:
+                self._together.append(str(query))
             return execute(cursor, query, *args, **kwargs)
 
-        monkeypatch.setattr(psycopg.Cursor, "execute", counted)
+        @contextmanager
+        def together(conn, *args, **kwargs):
+            with pipeline(conn, *args, **kwargs) as sent:
+                self._together = []
+                try:
+                    yield sent
+                finally:
+                    self.trips.append(self._together)
+                    self._together = None
 
-    def __enter__(self) -> list[str]:
-        self.sql.clear()
-        return self.sql
+        monkeypatch.setattr(psycopg.Cursor, "execute", counted)
+        monkeypatch.setattr(psycopg.Connection, "pipeline", together)
+
+    def __enter__(self) -> list[list[str]]:
+        self.trips.clear()
+        return self.trips
 
     def __exit__(self, *exc: object) -> None:
         pass
+
+
+def statements(trips: list[list[str]]) -> list[str]:
+    """Every statement of ``trips``, in order."""
+    return [sql for trip in trips for sql in trip]
 
 
 def test_rare_term_grep_and_assembly_round_trips(pg_database, tmp_path, monkeypatch):
     engine = make_engine(fresh_schema_url(pg_database), tmp_path)
     try:
         history = drive(engine, 30)
-        counter = StatementCounter(monkeypatch)
+        counter = RoundTripCounter(monkeypatch)
         args = {"pattern": "value3 value5 value21", "scope": "messages", "limit": 50}
-        with counter as sql:
+        with counter as trips:
             found = tool(engine, "lcm_grep", args)
         assert found["count"] == 3
         # Scope and grants; each word's match count (seeds.py: the rare words find the
@@ -71,37 +95,62 @@ def test_rare_term_grep_and_assembly_round_trips(pg_database, tmp_path, monkeypa
         # `value 3`, query.py: its words found fewer hits than the pool holds). The hits are
         # answers, not tool calls: no look-up of call results. The time budget's cap on a
         # statement in flight costs none (a cancel at the deadline, from another thread).
-        assert len(sql) == 4, "\n".join(q[:90] for q in sql)
+        sql = statements(trips)
+        assert len(trips) == 4, "\n".join(q[:90] for q in sql)
         assert not any("statement_timeout" in q for q in sql), sql
         assert not any("lcm_messages WHERE id = ANY" in q for q in sql), sql
-        with counter as sql:
+        with counter as trips:
             found = tool(
                 engine, "lcm_grep", {**args, "pattern": r"value(3|5|21)\b", "mode": "regex"}
             )
         assert found["count"] == 3
         # Regex hits come from a row scan: their lineage is one look-up for all of them.
-        assert sum("lcm_summary_messages" in q for q in sql) == 1, sql
+        assert sum("lcm_summary_messages" in q for q in statements(trips)) == 1, trips
 
         head = history[:1]  # a view without uids (as in benchmarks/bench_pg.py)
         engine.ingest("s1", exchange(99))
-        with counter as sql:
+        with counter as trips:
             mine = engine.select_context(head, budget_tokens=6_000)
         # Its own append extended the context it held: the conversation row confirms that
         # nobody changed the context since.
-        assert len(sql) == 1, sql
+        assert len(trips) == 1, trips
         assert mine == assembled_afresh(engine, head, tmp_path)
-        with counter as sql:
+        with counter as trips:
             engine.select_context(head, budget_tokens=6_000)
-        assert len(sql) == 1, sql  # unchanged context: the conversation row only
+        assert len(trips) == 1, trips  # unchanged context: the conversation row only
         other = make_engine(engine.settings.database, tmp_path)  # another process's engine
         other.ingest("s1", exchange(100))
         other.dispose()
-        with counter as sql:
+        with counter as trips:
             theirs = engine.select_context(head, budget_tokens=6_000)
         # Changed elsewhere: the conversation row, its context items, the new messages' rows.
-        assert len(sql) == 3, sql
+        assert len(trips) == 3, trips
         assert theirs == assembled_afresh(engine, head, tmp_path)
         assert theirs.messages[-1]["content"].startswith("answer 100:")
+    finally:
+        engine.dispose()
+
+
+def test_keyword_grep_round_trips(pg_database, tmp_path, monkeypatch):
+    """A grep over messages and summaries: the two searches of one expression go in one
+    round trip, and a target holding no match of the rare words is not searched."""
+    engine = make_engine(fresh_schema_url(pg_database), tmp_path)
+    try:
+        drive(engine, 30)
+        counter = RoundTripCounter(monkeypatch)
+        with counter as trips:
+            found = tool(engine, "lcm_grep", {"pattern": "value3 value5 value21", "limit": 10})
+        assert found["count"] == 3
+        sql = statements(trips)
+        # Scope and grants; the words' match counts by target; the messages search (no
+        # summary holds the words: none searched); the alternatives' counts.
+        assert len(trips) == 4, "\n".join(q[:90] for q in sql)
+        assert not any("FROM lcm_summaries s WHERE" in q for q in sql), sql
+        with counter as trips:
+            found = tool(engine, "lcm_grep", {"pattern": "question topic3", "limit": 10})
+        assert {r["kind"] for r in found["results"]} == {"message", "summary"}
+        searches = [t for t in trips if t[0].startswith("WITH hits")]
+        assert searches and all(len(t) == 2 for t in searches), trips  # messages, summaries
     finally:
         engine.dispose()
 
@@ -152,12 +201,13 @@ def test_summary_hits_list_their_matching_messages_in_one_statement(
     engine = make_engine(fresh_schema_url(pg_database), tmp_path)
     try:
         drive(engine, 30)
-        counter = StatementCounter(monkeypatch)
+        counter = RoundTripCounter(monkeypatch)
         args = {"pattern": "question", "scope": "summaries", "limit": 10}
-        with counter as sql:
+        with counter as trips:
             found = tool(engine, "lcm_grep", args)
         listed = [r for r in found["results"] if r.get("matching_messages")]
         assert len(listed) > 1, found
+        sql = statements(trips)
         assert sum("lcm_messages" in q for q in sql) == 1, "\n".join(q[:90] for q in sql)
         assert not any(q.startswith("SELECT id, conversation_id, kind") for q in sql), sql
     finally:
