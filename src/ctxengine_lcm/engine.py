@@ -58,7 +58,7 @@ from .store import (
     NewMessage,
     StoredMessage,
 )
-from .tools import TOOL_NAMES, TOOL_SCHEMAS, Access, ToolRunner
+from .tools import TOOL_NAMES, TOOL_SCHEMAS, CallerAccess, ToolRunner
 
 Message = dict[str, Any]
 
@@ -964,19 +964,14 @@ class LcmEngine(ContextEngine):
         # other exception is a fault of the engine and goes to the host's fault table
         # (docs/reliability.md, rule (a)).
         runner = ToolRunner(self.store, self.settings, self.context.count_tokens)
-        result = runner.run(name, args, self._access())
+        result = runner.run(name, args, self._caller())
         return json.dumps(result, ensure_ascii=False)
 
-    def _access(self) -> Access:
+    def _caller(self) -> CallerAccess:
+        """What the calling session may read, read when the tool first needs it."""
         session = self.session_key(self._session_id or DEFAULT_SESSION_ID)
         self._conversation()
-        own, grants = self.store.access_scope(session, time.time())
-        access = Access(own=own)
-        for grant in grants:
-            for conversation_id in grant.conversation_ids:
-                if conversation_id not in own:
-                    access.grants.setdefault(conversation_id, grant)
-        return access
+        return CallerAccess(self.store, session, time.time())
 
     # Status.
 

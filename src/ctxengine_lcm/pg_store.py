@@ -300,6 +300,39 @@ def _search_hits(rows: list[tuple], target: Literal["messages", "summaries"]) ->
     ]
 
 
+#: A session's read scope: its conversations, and each active grant (one row with no
+#: grant when there is none) with the conversations of its parent session.
+_ACCESS_SCOPE = (
+    "SELECT ARRAY(SELECT id FROM lcm_conversations WHERE session_id=%s ORDER BY id DESC) "
+    "AS own, g.id AS grant_id, g.child_session_id, g.parent_session_id, g.max_depth, "
+    "g.token_cap, g.tokens_used, g.expires_at, ARRAY(SELECT c.id FROM lcm_conversations c "
+    "WHERE c.session_id = g.parent_session_id ORDER BY c.id DESC) AS granted "
+    "FROM (SELECT 1) AS one LEFT JOIN lcm_grants g ON g.child_session_id=%s "
+    "AND (g.expires_at IS NULL OR g.expires_at > %s)"
+)
+_ACCESS_SCOPE_COLUMNS = 9
+
+
+def _access_scope(rows: list[tuple]) -> tuple[list[int], list[Grant]]:
+    """The session's conversations and active grants from :data:`_ACCESS_SCOPE`'s rows."""
+    grants = [
+        Grant(*r[1:8], conversation_ids=list(r[8]))  # type: ignore[misc]  # a splat
+        for r in rows
+        if r[1] is not None
+    ]
+    return list(rows[0][0]), grants
+
+
+def _counts_by_target(
+    row: Sequence[Any], names: Sequence[Literal["messages", "summaries"]]
+) -> list[dict[Literal["messages", "summaries"], int]]:
+    """Each operand's counts by target from a row of counts (one per target in turn)."""
+    return [
+        dict(zip(names, map(int, row[i : i + len(names)]), strict=True))
+        for i in range(0, len(row), len(names))
+    ]
+
+
 class PgLcmStore(StoreCommon):
     """An LCM history in PostgreSQL, shared by every host process of a deployment."""
 
@@ -617,6 +650,21 @@ class PgLcmStore(StoreCommon):
         """
         if not operands or not targets:
             return []
+        counts, columns, params, names = self._counts_sql(targets, operands, cap)
+        row = self._read(
+            f"WITH {counts} SELECT {columns} FROM firsts",
+            [*params[0], *params[1]],
+            "full-text search",
+        )[0]
+        return _counts_by_target(row, names)
+
+    @staticmethod
+    def _counts_sql(
+        targets: Sequence[Literal["messages", "summaries"]], operands: Sequence[str], cap: int
+    ) -> tuple[str, str, tuple[list[Any], list[Any]], list[Literal["messages", "summaries"]]]:
+        """The counts of :meth:`match_counts_by_target` as SQL: the ``firsts`` CTE (the
+        first target's counts), the columns read from it (every target's count for each
+        operand in turn), the parameters of each, and the target of each column."""
         tables = sorted({"lcm_messages" if t == "messages" else "lcm_summaries" for t in targets})
         first, *rest = tables[::-1]  # summaries, then messages
 
@@ -631,8 +679,9 @@ class PgLcmStore(StoreCommon):
         firsts = ", ".join(
             f"{count(first, query_sql, '%s')} AS n{i}" for i, (query_sql, _) in enumerate(queries)
         )
-        params: list[Any] = [value for _, phrases in queries for value in (*phrases, cap)]
-        columns = []
+        first_params: list[Any] = [value for _, phrases in queries for value in (*phrases, cap)]
+        columns: list[str] = []
+        column_params: list[Any] = []
         for i, (query_sql, phrases) in enumerate(queries):
             # A limit the planner can read (a computed one it takes for a tenth of the
             # matches, and walks the primary key past a rare term's few); CASE runs the
@@ -640,16 +689,10 @@ class PgLcmStore(StoreCommon):
             columns += [f"n{i}"] + [
                 f"CASE WHEN n{i} >= %s THEN 0 ELSE {count(t, query_sql, '%s')} END" for t in rest
             ]
-            params += [value for _ in rest for value in (cap, *phrases, cap)]
-        sql = (
-            f"WITH firsts AS MATERIALIZED (SELECT {firsts}) SELECT {', '.join(columns)} FROM firsts"
-        )
-        row = self._read(sql, params, "full-text search")[0]
+            column_params += [value for _ in rest for value in (cap, *phrases, cap)]
         names = [_TARGETS[table] for table in (first, *rest)]
-        return [
-            dict(zip(names, map(int, row[i : i + len(names)]), strict=True))
-            for i in range(0, len(row), len(names))
-        ]
+        cte = f"firsts AS MATERIALIZED (SELECT {firsts})"
+        return cte, ", ".join(columns), (first_params, column_params), names
 
     def snippets(
         self,
@@ -738,21 +781,31 @@ class PgLcmStore(StoreCommon):
     def access_scope(self, session_id: str, now: float) -> tuple[list[int], list[Grant]]:
         """One statement: the session's conversations, and each active grant with the
         conversations of its parent session (one row with no grant when there is none)."""
+        rows = self._read(f"{_ACCESS_SCOPE} ORDER BY grant_id", (session_id, session_id, now))
+        return _access_scope(rows)
+
+    def access_scope_and_match_counts(
+        self,
+        session_id: str,
+        now: float,
+        targets: Sequence[Literal["messages", "summaries"]],
+        operands: Sequence[str],
+        cap: int,
+    ) -> tuple[tuple[list[int], list[Grant]], list[dict[Literal["messages", "summaries"], int]]]:
+        """:meth:`access_scope` and :meth:`match_counts_by_target` in one statement (a
+        grep's first read: its own round trip cost about as much as the scope's work).
+        Every row of the scope carries the counts."""
+        if not operands or not targets:
+            return self.access_scope(session_id, now), []
+        counts, columns, params, names = self._counts_sql(targets, operands, cap)
         rows = self._read(
-            "SELECT ARRAY(SELECT id FROM lcm_conversations WHERE session_id=%s ORDER BY id DESC), "
-            "g.id, g.child_session_id, g.parent_session_id, g.max_depth, g.token_cap, "
-            "g.tokens_used, g.expires_at, ARRAY(SELECT c.id FROM lcm_conversations c "
-            "WHERE c.session_id = g.parent_session_id ORDER BY c.id DESC) "
-            "FROM (SELECT 1) AS one LEFT JOIN lcm_grants g ON g.child_session_id=%s "
-            "AND (g.expires_at IS NULL OR g.expires_at > %s) ORDER BY g.id",
-            (session_id, session_id, now),
+            f"WITH {counts} SELECT scope.*, counts.* FROM ({_ACCESS_SCOPE}) scope "
+            f"CROSS JOIN (SELECT {columns} FROM firsts) counts ORDER BY scope.grant_id",
+            [*params[0], session_id, session_id, now, *params[1]],
+            "full-text search",
         )
-        grants = [
-            Grant(*r[1:8], conversation_ids=list(r[8]))  # type: ignore[misc]  # a splat
-            for r in rows
-            if r[1] is not None
-        ]
-        return list(rows[0][0]), grants
+        width = _ACCESS_SCOPE_COLUMNS
+        return _access_scope(rows), _counts_by_target(rows[0][width:], names)
 
     # Upkeep.
 

@@ -365,6 +365,18 @@ class LcmStore(Protocol):
         round trip on a server backend)."""
         ...
 
+    def access_scope_and_match_counts(
+        self,
+        session_id: str,
+        now: float,
+        targets: Sequence[Literal["messages", "summaries"]],
+        operands: Sequence[str],
+        cap: int,
+    ) -> tuple[tuple[list[int], list[Grant]], list[dict[Literal["messages", "summaries"], int]]]:
+        """``access_scope`` and ``match_counts_by_target`` together (one round trip on a
+        server backend: a grep's first read, whose scope it needs before searching)."""
+        ...
+
     def charge_grant(self, grant_id: int, tokens: int) -> None: ...
 
     # Upkeep.

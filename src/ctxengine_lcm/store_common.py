@@ -563,6 +563,19 @@ class StoreCommon:
         """Two reads here; a server backend overrides it with one statement."""
         return self.session_conversation_ids(session_id), self.active_grants(session_id, now)
 
+    def access_scope_and_match_counts(
+        self,
+        session_id: str,
+        now: float,
+        targets: Sequence[Literal["messages", "summaries"]],
+        operands: Sequence[str],
+        cap: int,
+    ) -> tuple[tuple[list[int], list[Grant]], list[dict[Literal["messages", "summaries"], int]]]:
+        """One read after the other; a server backend overrides it with one statement."""
+        return self.access_scope(session_id, now), self.match_counts_by_target(
+            targets, operands, cap
+        )
+
     def charge_grant(self, grant_id: int, tokens: int) -> None:
         d = self._sql
         with self._tx("charging a grant") as conn:

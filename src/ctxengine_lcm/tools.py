@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Literal, cast
@@ -181,6 +181,51 @@ class Access:
     def grant_for(self, conversation_id: int) -> Grant | None:
         return self.grants.get(conversation_id)
 
+    @classmethod
+    def of(cls, own: list[int], grants: list[Grant]) -> Access:
+        """The access of a session owning ``own`` and holding ``grants`` (a conversation
+        it owns is read as its own, whatever grant also names it)."""
+        access = cls(own=own)
+        for grant in grants:
+            for conversation_id in grant.conversation_ids:
+                if conversation_id not in own:
+                    access.grants.setdefault(conversation_id, grant)
+        return access
+
+
+#: Each operand's match counts by target (``LcmStore.match_counts_by_target``).
+_Counts = list[dict[Literal["messages", "summaries"], int]]
+
+
+class CallerAccess:
+    """The calling session's :class:`Access`, read once per tool call: by a grep in the
+    statement of its first match counts (one round trip less on a server backend), else
+    on its own, outside any grep's deadline, as before the call."""
+
+    def __init__(self, store: LcmStore, session_id: str, now: float) -> None:
+        self._store = store
+        self._session_id, self._now = session_id, now
+        self._access: Access | None = None
+
+    def get(self) -> Access:
+        if self._access is None:
+            with self._store.read_deadline(None):
+                self._access = Access.of(*self._store.access_scope(self._session_id, self._now))
+        return self._access
+
+    def with_counts(
+        self, targets: Sequence[SearchTarget], operands: Sequence[str], cap: int
+    ) -> _Counts:
+        """``match_counts_by_target``, with the access read in the same statement when it
+        is not read yet."""
+        if self._access is not None:
+            return self._store.match_counts_by_target(targets, operands, cap)
+        scope, counts = self._store.access_scope_and_match_counts(
+            self._session_id, self._now, targets, operands, cap
+        )
+        self._access = Access.of(*scope)
+        return counts
+
 
 def _get(
     args: dict[str, Any],
@@ -229,18 +274,20 @@ class ToolRunner:
         self.config = config
         self.count = count_tokens
 
-    def run(self, name: str, args: Any, access: Access) -> dict[str, Any]:
+    def run(self, name: str, args: Any, caller: CallerAccess) -> dict[str, Any]:
         if not isinstance(args, dict):
             return {"error": f"{name}: arguments must be a JSON object (got {type(args).__name__})"}
-        handlers = {"lcm_grep": self.grep, "lcm_describe": self.describe, "lcm_expand": self.expand}
         try:
-            return handlers[name](args, access)
+            if name == "lcm_grep":
+                return self.grep(args, caller)
+            handlers = {"lcm_describe": self.describe, "lcm_expand": self.expand}
+            return handlers[name](args, caller.get())
         except ToolArgumentError as exc:
             return {"error": f"{name}: {exc}"}
 
     # lcm_grep
 
-    def grep(self, args: dict[str, Any], access: Access) -> dict[str, Any]:
+    def grep(self, args: dict[str, Any], caller: CallerAccess) -> dict[str, Any]:
         cfg = self.config
         pattern = _get(args, "pattern", str)
         if pattern is None:
@@ -272,10 +319,10 @@ class ToolRunner:
         # its deadline (a model's arguments decide what a statement costs).
         with self.store.read_deadline(budget.deadline):
             items = self._grep_items(
-                pattern, mode, ignore_case, targets, (since, until), limit, sort, access, result,
+                pattern, mode, ignore_case, targets, (since, until), limit, sort, caller, result,
                 budget,
             )  # fmt: skip
-        items = self._charge(items, access)
+        items = self._charge(items, caller.get())
         result["results"] = items
         result["count"] = len(items)
         if budget.exhausted is not None or result.get("terms_dropped") or result.get("timed_out"):
@@ -292,7 +339,7 @@ class ToolRunner:
         period: tuple[float | None, float | None],
         limit: int,
         sort: str,
-        access: Access,
+        caller: CallerAccess,
         result: dict[str, Any],
         budget: WorkBudget,
     ) -> list[dict[str, Any]]:
@@ -301,13 +348,15 @@ class ToolRunner:
         since, until = period
         if mode == "full_text":
             hits, folded = self._fulltext(
-                pattern, targets, since, until, limit, sort, access, result, budget
+                pattern, targets, since, until, limit, sort, caller, result, budget
             )
         else:
             folded = {}
             hits = self._regex(
-                pattern, ignore_case, targets, since, until, limit, sort, access, result, budget
-            )
+                pattern, ignore_case, targets, since, until, limit, sort, caller.get(), result,
+                budget,
+            )  # fmt: skip
+        access = caller.get()
         inner = result.pop("_fts_query", None)
         # A hit found through alternatives only looks for its inner hits with them too;
         # the others with the query as written (each operand costs a pass over a span).
@@ -358,7 +407,7 @@ class ToolRunner:
         until: float | None,
         limit: int,
         sort: str,
-        access: Access,
+        caller: CallerAccess,
         result: dict[str, Any],
         budget: WorkBudget,
     ) -> tuple[list[SearchHit], dict[tuple[str, int], tuple[SearchHit, ...]]]:
@@ -401,7 +450,7 @@ class ToolRunner:
             window = None if every_match else cfg.grep_relevance_window
             asked = [
                 FulltextSearch(
-                    access.conversation_ids,
+                    caller.get().conversation_ids,
                     expression,
                     target,
                     since,
@@ -418,7 +467,7 @@ class ToolRunner:
             return partial(_search_each, self.store, asked)
 
         seeds = (
-            self._seeds(query, pools, limit, budget)
+            self._seeds(query, pools, limit, caller, budget)
             if by_relevance and not query.explicit
             else None
         )
@@ -441,7 +490,9 @@ class ToolRunner:
             result["_fts_query_expanded"] = expansion.combined(query.expression)
         if cfg.semantic_index and not query.explicit and "messages" in targets:
             hits = merge_candidates(
-                hits, self._nearest(pattern, since, until, preview, access, budget), SEMANTIC_FACTOR
+                hits,
+                self._nearest(pattern, since, until, preview, caller.get(), budget),
+                SEMANTIC_FACTOR,
             )
         terms = query_terms(query.operands)
         alternatives = expansion.of(terms)
@@ -484,18 +535,23 @@ class ToolRunner:
         return budget.read(nearest, [], statements=3)
 
     def _seeds(
-        self, query: FtsQuery, pools: dict[SearchTarget, int], limit: int, budget: WorkBudget
+        self,
+        query: FtsQuery,
+        pools: dict[SearchTarget, int],
+        limit: int,
+        caller: CallerAccess,
+        budget: WorkBudget,
     ) -> Seeds | None:
         """The rarest terms of a plain query (seeds.py): those whose matches in the history
         (messages and summaries together: a summary restates its messages) fit a share of
         the pools, else those whose matches fit the relevance window (the store ranks them
-        and keeps the pools' best). None when even the rarest overflows the window."""
+        and keeps the pools' best). None when even the rarest overflows the window. The
+        first counts bring the caller's access along (the grep's first statement)."""
 
         def seeds_within(cap: int) -> tuple[Seeds | None, bool]:
             """The seeds whose matches fit ``cap``, and whether any operand matched."""
             counts = budget.read(
-                partial(self.store.match_counts_by_target, list(pools), query.operands, cap + 1),
-                None,
+                partial(caller.with_counts, list(pools), query.operands, cap + 1), None
             )
             if counts is None:
                 return None, False

@@ -89,14 +89,16 @@ def test_rare_term_grep_and_assembly_round_trips(pg_database, tmp_path, monkeypa
         with counter as trips:
             found = tool(engine, "lcm_grep", args)
         assert found["count"] == 3
-        # Scope and grants; each word's match count (seeds.py: the rare words find the
-        # candidates); the search with each hit's covering summary and whether it is a tool
-        # call; the search for the query's alternatives (`value3` is also looked for as
-        # `value 3`, query.py: its words found fewer hits than the pool holds). The hits are
+        # Each word's match count (seeds.py: the rare words find the candidates), the
+        # caller's scope and grants read in the same statement; the search with each hit's
+        # covering summary and whether it is a tool call; the counts of the query's
+        # alternatives (`value3` is also looked for as `value 3`, query.py: its words found
+        # fewer hits than the pool holds; none matches, so no search for them). The hits are
         # answers, not tool calls: no look-up of call results. The time budget's cap on a
         # statement in flight costs none (a cancel at the deadline, from another thread).
         sql = statements(trips)
-        assert len(trips) == 4, "\n".join(q[:90] for q in sql)
+        assert len(trips) == 3, "\n".join(q[:90] for q in sql)
+        assert "lcm_grants" in trips[0][0], trips[0]
         assert not any("statement_timeout" in q for q in sql), sql
         assert not any("lcm_messages WHERE id = ANY" in q for q in sql), sql
         with counter as trips:
@@ -142,9 +144,9 @@ def test_keyword_grep_round_trips(pg_database, tmp_path, monkeypatch):
             found = tool(engine, "lcm_grep", {"pattern": "value3 value5 value21", "limit": 10})
         assert found["count"] == 3
         sql = statements(trips)
-        # Scope and grants; the words' match counts by target; the messages search (no
-        # summary holds the words: none searched); the alternatives' counts.
-        assert len(trips) == 4, "\n".join(q[:90] for q in sql)
+        # The words' match counts by target, with the scope and grants; the messages search
+        # (no summary holds the words: none searched); the alternatives' counts.
+        assert len(trips) == 3, "\n".join(q[:90] for q in sql)
         assert not any("FROM lcm_summaries s WHERE" in q for q in sql), sql
         with counter as trips:
             found = tool(engine, "lcm_grep", {"pattern": "question topic3", "limit": 10})
@@ -191,6 +193,14 @@ def test_access_scope_matches_separate_reads(driven):
     assert own == store.session_conversation_ids("child") and len(own) == 1
     assert grants == store.active_grants("child", now)
     assert [g.conversation_ids for g in grants] == [store.session_conversation_ids("s1"), []]
+    # With a grep's first counts, in one statement on PostgreSQL: the same scope, the same
+    # counts, for a session with grants and one without.
+    for session in ("child", "s1"):
+        targets, operands = ["messages", "summaries"], ['"answer"', '"value3"', '"nowhere"']
+        assert store.access_scope_and_match_counts(session, now, targets, operands, 50) == (
+            store.access_scope(session, now),
+            store.match_counts_by_target(targets, operands, 50),
+        )
 
 
 def test_summary_hits_list_their_matching_messages_in_one_statement(
