@@ -93,13 +93,13 @@ def record_searches(engine: LcmEngine, monkeypatch: pytest.MonkeyPatch) -> list[
     """The full-text expressions ``engine``'s store is asked to search, in order (the
     searches still run)."""
     searched: list[str] = []
-    search = engine.store.search_fulltext
+    search = engine.store.search_fulltext_many
 
-    def recorded(conversation_ids, expression, *args, **kwargs):
-        searched.append(expression)
-        return search(conversation_ids, expression, *args, **kwargs)
+    def recorded(searches):
+        searched.extend(s.fts_query for s in searches)
+        return search(searches)
 
-    monkeypatch.setattr(engine.store, "search_fulltext", recorded)
+    monkeypatch.setattr(engine.store, "search_fulltext_many", recorded)
     return searched
 
 
