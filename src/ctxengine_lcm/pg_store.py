@@ -793,7 +793,7 @@ class PgLcmStore(StoreCommon):
         cap: int,
     ) -> tuple[tuple[list[int], list[Grant]], list[dict[Literal["messages", "summaries"], int]]]:
         """:meth:`access_scope` and :meth:`match_counts_by_target` in one statement (a
-        grep's first read: its own round trip cost about as much as the scope's work).
+        grep's first read: the scope alone was a statement and a round trip of its own).
         Every row of the scope carries the counts."""
         if not operands or not targets:
             return self.access_scope(session_id, now), []

@@ -208,6 +208,7 @@ class CallerAccess:
         self._access: Access | None = None
 
     def get(self) -> Access:
+        """The access, read now if no statement brought it yet."""
         if self._access is None:
             with self._store.read_deadline(None):
                 self._access = Access.of(*self._store.access_scope(self._session_id, self._now))

@@ -267,7 +267,7 @@ def read_many(
     for attempt in (1, 2):
         try:
             with pool.connection() as conn:
-                return fetch_all(conn, statements)
+                return _fetch_all(conn, statements)
         except psycopg.OperationalError as exc:
             if attempt == 2 or not _connection_lost(exc):
                 raise PgUnavailable(
@@ -276,7 +276,7 @@ def read_many(
     raise AssertionError("unreachable")
 
 
-def fetch_all(conn: Any, statements: Sequence[Statement]) -> list[list[tuple]]:
+def _fetch_all(conn: Any, statements: Sequence[Statement]) -> list[list[tuple]]:
     """The rows of each statement; several go together in pipeline mode (one round trip
     instead of one each: the server runs them in order, the first error stops the rest)."""
     if len(statements) == 1:
@@ -314,14 +314,14 @@ class DeadlineReads:
         return self.read_many(what, [(sql, params)])[0]
 
     def read_many(self, what: str, statements: Sequence[Statement]) -> list[list[tuple]]:
-        """The rows of each read statement, sent in one round trip (:func:`fetch_all`);
+        """The rows of each read statement, sent in one round trip (:func:`_fetch_all`);
         a failed connection is handled as in :meth:`read`."""
         import psycopg
 
         for attempt in (1, 2):
             fresh = self._conn is None
             try:
-                return fetch_all(self._connection(), statements)
+                return _fetch_all(self._connection(), statements)
             except psycopg.OperationalError as exc:
                 if not _connection_lost(exc):
                     raise
