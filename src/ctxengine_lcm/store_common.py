@@ -526,8 +526,6 @@ class StoreCommon:
             if remaining <= 0:
                 return
 
-    # Sub-agent grants.
-
     def match_counts(
         self, targets: Sequence[Literal["messages", "summaries"]], operands: Sequence[str], cap: int
     ) -> list[int]:
@@ -536,6 +534,8 @@ class StoreCommon:
             min(cap, sum(by_target.values()))
             for by_target in self.match_counts_by_target(targets, operands, cap)
         ]
+
+    # Sub-agent grants.
 
     def create_grant(self, grant: Grant) -> int:
         d = self._sql
