@@ -307,13 +307,6 @@ class LcmStore(Protocol):
         backend sends them together (one round trip instead of one each)."""
         ...
 
-    def match_counts(
-        self, targets: Sequence[Literal["messages", "summaries"]], operands: Sequence[str], cap: int
-    ) -> list[int]:
-        """How many texts of every session in ``targets`` match each of ``operands``, all
-        targets together counted up to ``cap`` (a count that reaches it stops there)."""
-        ...
-
     def match_counts_by_target(
         self, targets: Sequence[Literal["messages", "summaries"]], operands: Sequence[str], cap: int
     ) -> list[dict[Literal["messages", "summaries"], int]]:

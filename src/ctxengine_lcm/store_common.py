@@ -526,15 +526,6 @@ class StoreCommon:
             if remaining <= 0:
                 return
 
-    def match_counts(
-        self, targets: Sequence[Literal["messages", "summaries"]], operands: Sequence[str], cap: int
-    ) -> list[int]:
-        """Each operand's matches in all ``targets`` together, up to ``cap``."""
-        return [
-            min(cap, sum(by_target.values()))
-            for by_target in self.match_counts_by_target(targets, operands, cap)
-        ]
-
     # Sub-agent grants.
 
     def create_grant(self, grant: Grant) -> int:

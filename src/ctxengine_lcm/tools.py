@@ -36,7 +36,7 @@ from .search import (
     regex_cost_problem,
     regex_scan,
 )
-from .seeds import SEED_SHARE, Seeds, choose_seeds, holding_targets
+from .seeds import SEED_SHARE, Seeds, capped_totals, choose_seeds, holding_targets
 from .semantic import SEMANTIC_FACTOR, VectorStore, nearest_messages
 from .snippets import term_snippet
 from .store import (
@@ -556,7 +556,7 @@ class ToolRunner:
             )
             if counts is None:
                 return None, False
-            totals = [min(cap + 1, sum(c.values())) for c in counts]
+            totals = capped_totals(counts, cap + 1)
             seeds = choose_seeds(query.operands, totals, cap)
             if seeds is None:
                 return None, any(totals)
@@ -588,7 +588,7 @@ class ToolRunner:
         counts = budget.read(
             partial(self.store.match_counts_by_target, short, expansion.operands, pool + 1), None
         )
-        totals = [min(pool + 1, sum(c.values())) for c in counts or ()]
+        totals = capped_totals(counts or (), pool + 1)
         seeds = None if counts is None else choose_seeds(expansion.operands, totals, pool)
         if seeds is None:
             return []

@@ -103,8 +103,8 @@ def test_writes_under_a_passed_deadline_complete(engine):
         store.tidy_search_index()
         with pytest.raises(StatementTimedOut):  # while its reads are stopped
             store.conversation(conversation)
-    found = store.match_counts(["messages"], ['"zebra"'], 10_000)
-    assert found == [2_000]
+    found = store.match_counts_by_target(["messages"], ['"zebra"'], 10_000)
+    assert found == [{"messages": 2_000}]
 
 
 @pytest.mark.postgres

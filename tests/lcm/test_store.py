@@ -7,6 +7,7 @@ import time
 
 from conftest import check_invariants, drive, make_engine
 
+from ctxengine_lcm.seeds import capped_totals
 from ctxengine_lcm.store import ContextItem, Grant, NewMessage, NewSummary
 
 
@@ -145,11 +146,15 @@ def test_match_counts_stop_at_the_cap_over_all_targets(tmp_path, database):
         assert len(items) == 6
         both = ["messages", "summaries"]
         operands = ['"apple"', '"pear"', '"plum"']
-        assert store.match_counts(both, operands, 100) == [9, 3, 0]
-        assert store.match_counts(both, operands, 4) == [4, 3, 0]
-        assert store.match_counts(both, operands, 2) == [2, 2, 0]
-        assert store.match_counts(["messages"], operands, 5) == [5, 0, 0]
-        assert store.match_counts(["summaries"], operands, 100) == [3, 3, 0]
+
+        def totals(targets: list[str], cap: int) -> list[int]:
+            return capped_totals(store.match_counts_by_target(targets, operands, cap), cap)
+
+        assert totals(both, 100) == [9, 3, 0]
+        assert totals(both, 4) == [4, 3, 0]
+        assert totals(both, 2) == [2, 2, 0]
+        assert totals(["messages"], 5) == [5, 0, 0]
+        assert totals(["summaries"], 100) == [3, 3, 0]
         # By target: exact where the total is below the cap (what a seed's count is).
         apple, pear, plum = store.match_counts_by_target(both, operands, 100)
         assert (apple, pear, plum) == (
