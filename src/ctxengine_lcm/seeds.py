@@ -67,7 +67,7 @@ def choose_seeds(operands: Sequence[str], counts: Sequence[int], pool: int) -> S
     return Seeds(" OR ".join(taken), len(taken) < matching, operands=tuple(taken))
 
 
-def capped_totals(counts: Sequence[Mapping[str, int]], cap: int) -> list[int]:
+def capped_totals(counts: Sequence[Mapping[_Target, int]], cap: int) -> list[int]:
     """Each operand's matches in all targets together, up to ``cap`` (the totals
     :func:`choose_seeds` compares), from its counts by target."""
     return [min(cap, sum(by_target.values())) for by_target in counts]
