@@ -1,4 +1,4 @@
-"""Fixtures for the runtime tests: a host factory over a temp store, short timeouts."""
+"""Fixtures for the runtime tests: a host factory over a temp store."""
 
 from __future__ import annotations
 
@@ -23,8 +23,17 @@ def clean_process_state(monkeypatch, tmp_path):
     forget_quarantine()
 
 
-def config(hook_timeout: float = 0.2, context_timeout: float = 0.2, **context) -> LoadedConfig:
-    """A config with short timeouts (hang tests stay fast)."""
+#: The timeout a test that hangs an engine on purpose gives it, so the test stays fast.
+#: Only such tests use it: on a loaded CI machine a healthy call can take longer (one did).
+HANG_TIMEOUT = 0.2
+#: The timeout every other test gives: only a hung engine reaches it.
+HEALTHY_TIMEOUT = 10.0
+
+
+def config(
+    hook_timeout: float = HEALTHY_TIMEOUT, context_timeout: float = HEALTHY_TIMEOUT, **context
+) -> LoadedConfig:
+    """A config whose timeouts only a hung engine reaches; hang tests pass ``HANG_TIMEOUT``."""
     cfg = CtxConfig(
         compression=CompressionSection(
             hook_timeout_seconds=hook_timeout, context_timeout_seconds=context_timeout
@@ -45,8 +54,10 @@ def make_host(store_path):
     """Build hosts over one temp store; all closed at the end of the test."""
     hosts: list[ContextHost] = []
 
-    def make(engine, *, context_length=8192, reserve=256, cfg=None, **kwargs) -> ContextHost:
-        loaded = cfg or config(reserve_output_tokens=reserve)
+    def make(
+        engine, *, context_length=8192, reserve=256, cfg=None, timeout=HEALTHY_TIMEOUT, **kwargs
+    ) -> ContextHost:
+        loaded = cfg or config(timeout, timeout, reserve_output_tokens=reserve)
         host = ContextHost(
             engine,
             model="gpt-4",

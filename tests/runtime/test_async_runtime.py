@@ -15,7 +15,7 @@ from ctxengine_host.runtime.host import ContextHost
 from ctxengine_host.runtime.isolation import is_quarantined
 from ctxengine_host.stores.quarantine import QuarantineLog
 
-from .conftest import config
+from .conftest import HANG_TIMEOUT, HEALTHY_TIMEOUT, config
 from .engines import QuietEngine, faulty_engine
 
 #: Loops the coroutine engine's methods ran on (class-level: clones share it).
@@ -80,12 +80,14 @@ class SlowSyncEngine(QuietEngine):
         return False
 
 
-def async_host(engine, store_path, *, context_length=8192, **kwargs) -> AsyncContextHost:
+def async_host(
+    engine, store_path, *, context_length=8192, timeout=HEALTHY_TIMEOUT, **kwargs
+) -> AsyncContextHost:
     return AsyncContextHost(
         engine,
         model="gpt-4",
         context_length=context_length,
-        config=config(reserve_output_tokens=256, **kwargs.pop("context", {})),
+        config=config(timeout, timeout, reserve_output_tokens=256, **kwargs.pop("context", {})),
         store_path=store_path,
         observers=[],
         **kwargs,
@@ -186,7 +188,7 @@ def test_a_hung_coroutine_times_out_is_cancelled_and_the_default_engine_takes_ov
 
         task = asyncio.create_task(ticker())
         async with (
-            async_host(HangingCoroutineEngine(), store_path) as host,
+            async_host(HangingCoroutineEngine(), store_path, timeout=HANG_TIMEOUT) as host,
             await host.open_session("h") as session,
         ):
             await one_turn(session, "hello")
@@ -306,7 +308,7 @@ def test_a_hung_sync_engine_is_timed_out_and_quarantined_under_the_async_host(st
 
     async def main():
         async with (
-            async_host(engine, store_path) as host,
+            async_host(engine, store_path, timeout=HANG_TIMEOUT) as host,
             await host.open_session("hung") as session,
         ):
             await one_turn(session, "hello")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 
-from .conftest import config
 from .driver import drive, transcript
 from .engines import SummarizingEngine
 
@@ -14,9 +13,7 @@ SESSIONS = 16
 def test_sixteen_sessions_on_threads_share_one_host(make_host):
     engine = SummarizingEngine()
     engine.compress_on_prompt_tokens = {222}
-    # Sixteen threads queue for the engine's worker: a timeout that bounds waiting, not
-    # the 0.2 s the timeout tests use (a loaded CI machine makes some calls wait longer).
-    host = make_host(engine, cfg=config(hook_timeout=10.0, context_timeout=10.0))
+    host = make_host(engine)
     errors: list[BaseException] = []
     reports: dict[str, list] = {}
 

@@ -10,7 +10,7 @@ import pytest
 from ctxengine_host.contract.engine import ContextEngine
 from ctxengine_host.runtime.isolation import CallTimeout, EngineHandle, WorkerPool
 
-from .conftest import config
+from .conftest import HANG_TIMEOUT, config
 from .engines import RELEASE, RecordingEngine
 
 
@@ -227,7 +227,7 @@ def test_a_default_runs_inline_but_an_engine_method_keeps_its_timeout(make_host)
     """Base-class defaults run only our code: no thread hop. The engine's own methods still
     run on a worker under their timeout (a hang falls back to the default engine)."""
     engine = MinimalEngine()
-    host = make_host(engine, cfg=config(hook_timeout=0.2))
+    host = make_host(engine, cfg=config(hook_timeout=HANG_TIMEOUT))
     session = host.open_session("s")
     assert session.guard.handle.inline >= {"update_model", "get_tool_schemas"}
     assert not session.guard.handle.inline & {"should_compress", "update_from_response"}
