@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-# The runtime suite's fixtures, reused as they are (a host over a temp store with short
-# timeouts; quarantine forgotten and hung test engines released around each test).
+# The runtime suite's fixtures, reused as they are (a host over a temp store, its timeouts
+# the short HANG_TIMEOUT only where a test asks; quarantine forgotten and hung test engines
+# released around each test).
 from runtime.conftest import clean_process_state, make_host, store_path  # noqa: F401
 
 settings.register_profile(

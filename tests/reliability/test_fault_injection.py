@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from runtime.conftest import HANG_TIMEOUT, HEALTHY_TIMEOUT
 from runtime.driver import transcript
 from runtime.engines import INVALID_RESULTS, RecordingEngine
 from runtime.test_faults import DRIVEN_METHODS
@@ -102,7 +103,7 @@ def clean(make_host, tmp_path):
 def run_faulty(make_host, method: str, fault: str, value: object = None):
     engine = make_engine(inject(RecordingEngine, method, fault, value))
     engine.calls.clear()
-    host = make_host(engine)
+    host = make_host(engine, timeout=HANG_TIMEOUT if fault == "hang" else HEALTHY_TIMEOUT)
     reports, requests = converse(host)
     return host, reports, requests
 
@@ -221,7 +222,7 @@ LCM_REACHED = [
 ]
 
 
-def lcm_run(make_host, tmp_path, name: str, engine_cls: type):
+def lcm_run(make_host, tmp_path, name: str, engine_cls: type, timeout: float = HEALTHY_TIMEOUT):
     from ctxengine_host.contract.context import EngineContext
     from ctxengine_host.tokens import TokenCounter
 
@@ -233,7 +234,7 @@ def lcm_run(make_host, tmp_path, name: str, engine_cls: type):
         summarize=lambda *a, **k: pytest.fail("no summary expected at this size"),
     )
     engine = engine_cls(config={"database": str(tmp_path / f"{name}.db")}, context=context)
-    host = make_host(engine, store_path=tmp_path / f"{name}-transcripts.db")
+    host = make_host(engine, store_path=tmp_path / f"{name}-transcripts.db", timeout=timeout)
     reports, requests = converse(host)
     return host, reports, requests
 
@@ -246,8 +247,9 @@ def test_the_real_lcm_engine_failing_anywhere_loses_nothing(
     from ctxengine_lcm.engine import LcmEngine
 
     clean_host, clean_reports, _ = lcm_run(make_host, tmp_path, "clean", LcmEngine)
+    timeout = HANG_TIMEOUT if fault == "hang" else HEALTHY_TIMEOUT
     host, reports, requests = lcm_run(
-        make_host, tmp_path, "faulty", inject(LcmEngine, method, fault)
+        make_host, tmp_path, "faulty", inject(LcmEngine, method, fault), timeout
     )
     assert len(reports) == len(clean_reports) == 3
     assert transcript(host) == transcript(clean_host)

@@ -26,8 +26,10 @@ def clean_process_state(monkeypatch, tmp_path):
 #: The timeout a test that hangs an engine on purpose gives it, so the test stays fast.
 #: Only such tests use it: on a loaded CI machine a healthy call can take longer (one did).
 HANG_TIMEOUT = 0.2
-#: The timeout every other test gives: only a hung engine reaches it.
-HEALTHY_TIMEOUT = 10.0
+#: The timeout every other test gives: only a hung engine reaches it. Longer than a test
+#: engine's hang (``RELEASE.wait(10)``), so a hang test that forgets ``HANG_TIMEOUT``
+#: fails (the engine answers in time) instead of passing ten seconds later.
+HEALTHY_TIMEOUT = 30.0
 
 
 def config(
