@@ -37,10 +37,12 @@ from .render import stored_digest
 from .search import Operand, query_structure
 from .sql import CONVERSATION_COLUMNS, MESSAGE_COLUMNS, POSTGRES, SUMMARY_COLUMNS
 from .store import (
+    AccessScope,
     Appended,
     Conversation,
     FulltextSearch,
     Grant,
+    MatchCounts,
     NewMessage,
     SearchHit,
     StatementTimedOut,
@@ -313,7 +315,7 @@ _ACCESS_SCOPE = (
 _ACCESS_SCOPE_COLUMNS = 9
 
 
-def _access_scope(rows: list[tuple]) -> tuple[list[int], list[Grant]]:
+def _access_scope(rows: list[tuple]) -> AccessScope:
     """The session's conversations and active grants from :data:`_ACCESS_SCOPE`'s rows."""
     grants = [
         Grant(*r[1:8], conversation_ids=list(r[8]))  # type: ignore[misc]  # a splat
@@ -325,7 +327,7 @@ def _access_scope(rows: list[tuple]) -> tuple[list[int], list[Grant]]:
 
 def _counts_by_target(
     row: Sequence[Any], names: Sequence[Literal["messages", "summaries"]]
-) -> list[dict[Literal["messages", "summaries"], int]]:
+) -> MatchCounts:
     """Each operand's counts by target from a row of counts (one per target in turn)."""
     return [
         dict(zip(names, map(int, row[i : i + len(names)]), strict=True))
@@ -635,7 +637,7 @@ class PgLcmStore(StoreCommon):
 
     def match_counts_by_target(
         self, targets: Sequence[Literal["messages", "summaries"]], operands: Sequence[str], cap: int
-    ) -> list[dict[Literal["messages", "summaries"], int]]:
+    ) -> MatchCounts:
         """How many texts of every session in each of ``targets`` match each of
         ``operands``, counted up to ``cap`` all targets together (one statement).
 
@@ -778,7 +780,7 @@ class PgLcmStore(StoreCommon):
             )
             return cur.rowcount
 
-    def access_scope(self, session_id: str, now: float) -> tuple[list[int], list[Grant]]:
+    def access_scope(self, session_id: str, now: float) -> AccessScope:
         """One statement: the session's conversations, and each active grant with the
         conversations of its parent session (one row with no grant when there is none)."""
         rows = self._read(f"{_ACCESS_SCOPE} ORDER BY grant_id", (session_id, session_id, now))
@@ -791,7 +793,7 @@ class PgLcmStore(StoreCommon):
         targets: Sequence[Literal["messages", "summaries"]],
         operands: Sequence[str],
         cap: int,
-    ) -> tuple[tuple[list[int], list[Grant]], list[dict[Literal["messages", "summaries"], int]]]:
+    ) -> tuple[AccessScope, MatchCounts]:
         """:meth:`access_scope` and :meth:`match_counts_by_target` in one statement (a
         grep's first read: the scope alone was a statement and a round trip of its own).
         Every row of the scope carries the counts."""
@@ -804,8 +806,7 @@ class PgLcmStore(StoreCommon):
             [*params[0], session_id, session_id, now, *params[1]],
             "full-text search",
         )
-        width = _ACCESS_SCOPE_COLUMNS
-        return _access_scope(rows), _counts_by_target(rows[0][width:], names)
+        return _access_scope(rows), _counts_by_target(rows[0][_ACCESS_SCOPE_COLUMNS:], names)
 
     # Upkeep.
 

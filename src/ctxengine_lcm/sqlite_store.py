@@ -33,6 +33,7 @@ from .store import (
     Appended,
     Conversation,
     FulltextSearch,
+    MatchCounts,
     NewMessage,
     SearchHit,
     StatementTimedOut,
@@ -885,7 +886,7 @@ class SqliteStore(StoreCommon):
 
     def match_counts_by_target(
         self, targets: Sequence[Literal["messages", "summaries"]], operands: Sequence[str], cap: int
-    ) -> list[dict[Literal["messages", "summaries"], int]]:
+    ) -> MatchCounts:
         """How many texts of every session in each of ``targets`` match each of
         ``operands``, each counted up to ``cap`` (one statement; a common term costs
         ``cap`` index entries per target, not its all)."""

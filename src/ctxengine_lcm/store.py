@@ -223,6 +223,12 @@ class Grant:
     conversation_ids: list[int] = field(default_factory=list)
 
 
+#: A session's own conversations and its active grants (``LcmStore.access_scope``).
+AccessScope = tuple[list[int], list[Grant]]
+#: Each operand's match counts by target (``LcmStore.match_counts_by_target``).
+MatchCounts = list[dict[Literal["messages", "summaries"], int]]
+
+
 class LcmStore(Protocol):
     """The storage operations of the LCM engine (one instance per engine clone)."""
 
@@ -309,7 +315,7 @@ class LcmStore(Protocol):
 
     def match_counts_by_target(
         self, targets: Sequence[Literal["messages", "summaries"]], operands: Sequence[str], cap: int
-    ) -> list[dict[Literal["messages", "summaries"], int]]:
+    ) -> MatchCounts:
         """Each operand's matches in each of ``targets``, counted up to ``cap`` all targets
         together: a target may be left uncounted (0) once the others reach it, so the
         counts are exact where their sum is below ``cap``."""
@@ -353,7 +359,7 @@ class LcmStore(Protocol):
     def create_grant(self, grant: Grant) -> int: ...
     def revoke_grants(self, child_session_id: str, grant_id: int | None = None) -> int: ...
     def active_grants(self, child_session_id: str, now: float) -> list[Grant]: ...
-    def access_scope(self, session_id: str, now: float) -> tuple[list[int], list[Grant]]:
+    def access_scope(self, session_id: str, now: float) -> AccessScope:
         """``session_conversation_ids`` and ``active_grants`` of a session together (one
         round trip on a server backend)."""
         ...
@@ -365,7 +371,7 @@ class LcmStore(Protocol):
         targets: Sequence[Literal["messages", "summaries"]],
         operands: Sequence[str],
         cap: int,
-    ) -> tuple[tuple[list[int], list[Grant]], list[dict[Literal["messages", "summaries"], int]]]:
+    ) -> tuple[AccessScope, MatchCounts]:
         """``access_scope`` and ``match_counts_by_target`` together (one round trip on a
         server backend: a grep's first read, whose scope it needs before searching)."""
         ...

@@ -16,11 +16,13 @@ from typing import Any, Literal
 from .faults import fault_point
 from .sql import CONVERSATION_COLUMNS, GRANT_COLUMNS, Dialect
 from .store import (
+    AccessScope,
     Appended,
     ContextItem,
     Conversation,
     Grant,
     ItemKind,
+    MatchCounts,
     NewMessage,
     NewSummary,
     SearchHit,
@@ -161,7 +163,7 @@ class StoreCommon:
     _conversations_clause: Callable[[str, Sequence[int]], tuple[str, list[Any]]]
     _scan_page: Callable[[str, Sequence[Any]], list[tuple] | None]
     messages_by_id: Callable[[Iterable[int]], dict[int, StoredMessage]]
-    match_counts_by_target: Callable[..., list[dict[Literal["messages", "summaries"], int]]]
+    match_counts_by_target: Callable[..., MatchCounts]
     summaries_by_id: Callable[[Iterable[int]], dict[int, StoredSummary]]
 
     # Conversations.
@@ -550,7 +552,7 @@ class StoreCommon:
             grant.conversation_ids = self.session_conversation_ids(grant.parent_session_id)
         return grants
 
-    def access_scope(self, session_id: str, now: float) -> tuple[list[int], list[Grant]]:
+    def access_scope(self, session_id: str, now: float) -> AccessScope:
         """Two reads here; a server backend overrides it with one statement."""
         return self.session_conversation_ids(session_id), self.active_grants(session_id, now)
 
@@ -561,7 +563,7 @@ class StoreCommon:
         targets: Sequence[Literal["messages", "summaries"]],
         operands: Sequence[str],
         cap: int,
-    ) -> tuple[tuple[list[int], list[Grant]], list[dict[Literal["messages", "summaries"], int]]]:
+    ) -> tuple[AccessScope, MatchCounts]:
         """One read after the other; a server backend overrides it with one statement."""
         return self.access_scope(session_id, now), self.match_counts_by_target(
             targets, operands, cap

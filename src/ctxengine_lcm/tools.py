@@ -44,6 +44,7 @@ from .store import (
     Grant,
     ItemKind,
     LcmStore,
+    MatchCounts,
     SearchHit,
     StoredMessage,
     StoredSummary,
@@ -193,10 +194,6 @@ class Access:
         return access
 
 
-#: Each operand's match counts by target (``LcmStore.match_counts_by_target``).
-_Counts = list[dict[Literal["messages", "summaries"], int]]
-
-
 class CallerAccess:
     """The calling session's :class:`Access`, read once per tool call: by a grep in the
     statement of its first match counts (one round trip less on a server backend), else
@@ -216,7 +213,7 @@ class CallerAccess:
 
     def with_counts(
         self, targets: Sequence[SearchTarget], operands: Sequence[str], cap: int
-    ) -> _Counts:
+    ) -> MatchCounts:
         """``match_counts_by_target``, with the access read in the same statement when it
         is not read yet."""
         if self._access is not None:
