@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from runtime.conftest import HANG_TIMEOUT, HEALTHY_TIMEOUT
+from runtime.conftest import HEALTHY_TIMEOUT, timeout_for
 from runtime.driver import transcript
 from runtime.engines import INVALID_RESULTS, RecordingEngine
 from runtime.test_faults import DRIVEN_METHODS
@@ -103,7 +103,7 @@ def clean(make_host, tmp_path):
 def run_faulty(make_host, method: str, fault: str, value: object = None):
     engine = make_engine(inject(RecordingEngine, method, fault, value))
     engine.calls.clear()
-    host = make_host(engine, timeout=HANG_TIMEOUT if fault == "hang" else HEALTHY_TIMEOUT)
+    host = make_host(engine, timeout=timeout_for(fault))
     reports, requests = converse(host)
     return host, reports, requests
 
@@ -247,9 +247,8 @@ def test_the_real_lcm_engine_failing_anywhere_loses_nothing(
     from ctxengine_lcm.engine import LcmEngine
 
     clean_host, clean_reports, _ = lcm_run(make_host, tmp_path, "clean", LcmEngine)
-    timeout = HANG_TIMEOUT if fault == "hang" else HEALTHY_TIMEOUT
     host, reports, requests = lcm_run(
-        make_host, tmp_path, "faulty", inject(LcmEngine, method, fault), timeout
+        make_host, tmp_path, "faulty", inject(LcmEngine, method, fault), timeout_for(fault)
     )
     assert len(reports) == len(clean_reports) == 3
     assert transcript(host) == transcript(clean_host)

@@ -32,6 +32,11 @@ HANG_TIMEOUT = 0.2
 HEALTHY_TIMEOUT = 30.0
 
 
+def timeout_for(fault: str) -> float:
+    """The timeout of a test injecting ``fault``: only a hang needs the short one."""
+    return HANG_TIMEOUT if fault == "hang" else HEALTHY_TIMEOUT
+
+
 def config(
     hook_timeout: float = HEALTHY_TIMEOUT, context_timeout: float = HEALTHY_TIMEOUT, **context
 ) -> LoadedConfig:

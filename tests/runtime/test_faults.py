@@ -7,7 +7,7 @@ import pytest
 from ctxengine_host.runtime.isolation import is_quarantined
 from ctxengine_host.stores.quarantine import QuarantineLog
 
-from .conftest import HANG_TIMEOUT, HEALTHY_TIMEOUT
+from .conftest import timeout_for
 from .driver import drive, transcript
 from .engines import INVALID_RESULTS, RecordingEngine, faulty_engine
 
@@ -60,7 +60,7 @@ def test_the_script_reaches_every_driven_method(make_host):
 def test_raise_or_hang_quarantines_and_the_turn_completes(method, fault, make_host, reference):
     engine = faulty_engine(method, fault)
     engine.compress_on_prompt_tokens = {222}
-    host = make_host(engine, timeout=HANG_TIMEOUT if fault == "hang" else HEALTHY_TIMEOUT)
+    host = make_host(engine, timeout=timeout_for(fault))
     reports = drive(host)
 
     assert len(reports) == 3
@@ -100,8 +100,8 @@ def test_invalid_results_are_ignored_counted_and_not_quarantined(
 
 @pytest.mark.parametrize("fault", ["raise", "hang"])
 def test_reset_fault_quarantines_and_the_reset_completes(fault, make_host):
-    timeout = HANG_TIMEOUT if fault == "hang" else HEALTHY_TIMEOUT
-    session = make_host(faulty_engine("on_session_reset", fault), timeout=timeout).open_session("s")
+    engine = faulty_engine("on_session_reset", fault)
+    session = make_host(engine, timeout=timeout_for(fault)).open_session("s")
     session.add_user_message("hi")
     session.reset()
     assert session.messages() == []
