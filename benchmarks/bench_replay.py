@@ -8,7 +8,9 @@ the process, and per-turn figures.
 With ``--against SRC`` (the ``src`` folder of another checkout, e.g. a ``git worktree``
 of an older commit) the same replay runs with that code too, alternating (this code,
 that code, ...), and the ratios of their medians are printed: on a shared machine a
-slow phase then hits both.
+slow phase then hits both. Run it without ``taskset``: a replay pins itself to one core
+(``--all-cores`` opts out) where older code may not, and ``taskset`` would hand the older
+code that part of the design.
 
     .venv/bin/python benchmarks/bench_replay.py [--engine legacy] [--runs 1] [--json]
     .venv/bin/python benchmarks/bench_replay.py --engine lcm --context-length 32768 \
