@@ -10,6 +10,13 @@ load inflates wall time far more) and recall. Point ``PYTHONPATH`` at another ch
     .venv/bin/python benchmarks/bench_grep_cpu.py --dir /tmp/d100k --build --messages 100000
     PYTHONPATH=/path/to/other/src .venv/bin/python benchmarks/bench_grep_cpu.py --dir /tmp/d100k
     .venv/bin/python benchmarks/bench_grep_cpu.py --dir /tmp/d100k
+
+``--rounds N`` runs the 50 queries N times and measures nothing, for callgrind: the
+instructions of a query are those of ``--rounds 2`` less ``--rounds 0``, over 100 (a
+count the machine's load does not move, where CPU time moves by a third within an hour):
+
+    valgrind --tool=callgrind --callgrind-out-file=/dev/null .venv/bin/python \
+        benchmarks/bench_grep_cpu.py --dir /tmp/d100k --rounds 2    # and --rounds 0
 """
 
 from __future__ import annotations
@@ -85,14 +92,36 @@ def fts_segments(conn: Any) -> dict[str, int]:
     }
 
 
+def run_rounds(directory: Path, rounds: int) -> None:
+    """The 50 queries ``rounds`` times after one warm-up query (imports, caches, the
+    store's first read), with nothing measured: the difference of two callgrind runs is
+    the queries' instructions alone."""
+    engine = open_ours(directory)
+    history = json.loads((directory / "history.json").read_text())
+    queries = [
+        {"pattern": f"{peer.fact_keywords(index)[0]} service key", "limit": 10}
+        for index in range(peer.FACTS)
+    ]
+    engine.handle_tool_call("lcm_grep", queries[0], messages=history)
+    for _ in range(rounds):
+        for query in queries:
+            engine.handle_tool_call("lcm_grep", query, messages=history)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", required=True, help="where the store is kept")
     parser.add_argument("--build", action="store_true", help="build the store first")
     parser.add_argument("--messages", type=int, default=100_000)
+    parser.add_argument(
+        "--rounds", type=int, help="run the queries this many times, unmeasured (callgrind)"
+    )
     args = parser.parse_args()
     if args.build:
         build(Path(args.dir), args.messages)
+    if args.rounds is not None:
+        run_rounds(Path(args.dir), args.rounds)
+        return
     print(json.dumps(measure(Path(args.dir))))
 
 

@@ -58,7 +58,7 @@ from .store import (
     NewMessage,
     StoredMessage,
 )
-from .tools import TOOL_NAMES, TOOL_SCHEMAS, CallerAccess, ToolRunner
+from .tools import TOOL_NAMES, TOOL_SCHEMAS, CallerAccess, ToolRunner, result_json
 
 Message = dict[str, Any]
 
@@ -964,8 +964,7 @@ class LcmEngine(ContextEngine):
         # other exception is a fault of the engine and goes to the host's fault table
         # (docs/reliability.md, rule (a)).
         runner = ToolRunner(self.store, self.settings, self.context.count_tokens)
-        result = runner.run(name, args, self._caller())
-        return json.dumps(result, ensure_ascii=False)
+        return result_json(runner.run(name, args, self._caller()))
 
     def _caller(self) -> CallerAccess:
         """What the calling session may read, read when the tool first needs it."""

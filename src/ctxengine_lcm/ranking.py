@@ -75,13 +75,14 @@ def rerank(
         return []
     alts = [list(alternatives[i]) if i < len(alternatives) else [] for i in range(len(terms))]
     texts = [h.text for h in hits]
-    holds = _holdings(texts, terms)
+    joined = _TextsJoined(texts)
+    holds = joined.holdings(terms)
     # Alternatives stand in only for a term a hit lacks: those of a term every hit holds
     # are not looked for (in a pool found by its rare words, most terms are such).
     wanted = [i for i in range(len(terms)) if alts[i] and not all(row[i] for row in holds)]
     others = [(text, False) for i in wanted for text, _ in alts[i]]
     if others:
-        for row, extra in zip(holds, _holdings(texts, others), strict=True):
+        for row, extra in zip(holds, joined.holdings(others), strict=True):
             row.extend(extra)
     weights = [
         math.log((len(hits) + 1) / (sum(column) + 0.5)) for column in zip(*holds, strict=True)
@@ -186,7 +187,7 @@ def occurrences(
     A regex that opens with a lookbehind and ignores case scans every position (3 ms for
     100,000 characters); with ``lowered`` (:func:`folded_aligned` of ``text``) the term's
     ASCII needle is found at C speed and the regex only confirms each place it occurs, as
-    :func:`_holdings` does."""
+    :meth:`_TextsJoined.holdings` does."""
     pattern = exact_pattern(*term)
     needle = _needle(term[0])
     if needle is None or lowered is None:
@@ -200,41 +201,83 @@ def occurrences(
     return starts
 
 
-def _holdings(texts: Sequence[str], terms: Sequence[tuple[str, bool]]) -> list[list[bool]]:
-    """Which of ``terms`` ((text, is_prefix), lowercased) each text holds exactly, one row
-    per text. The texts are joined and each term's needle looked for in the lowercased
-    whole (C speed, :func:`_scan_joined`). The needles are ASCII: lowercasing (with the
-    two letters the regex also folds to ASCII ones, dotless i and long s) then agrees
-    with the regex's case folding, so no real match is missed. ASCII texts (most) are
-    joined apart from the others: one non-ASCII character makes a joined string wide,
-    and lowercasing and searching a wide string cost several times more. A text whose
-    lowercase changes length (positions would not line up) is matched on its own, by
-    the regexes alone."""
-    patterns = [exact_pattern(text, prefix) for text, prefix in terms]
-    held = [[False] * len(terms) for _ in texts]
-    narrow: list[int] = []
-    wide: list[int] = []
-    for index, text in enumerate(texts):
-        if text.isascii():
-            narrow.append(index)
-        elif len(_folded(text)) == len(text):
-            wide.append(index)
-        else:
-            held[index] = [pattern.search(text) is not None for pattern in patterns]
-    for aligned in (narrow, wide):
-        if aligned:
-            _scan_joined(texts, aligned, terms, patterns, held)
-    return held
+class _TextsJoined:
+    """Texts prepared once for :meth:`holdings`, which ``rerank`` asks twice (the query's
+    terms, then the alternatives of the terms some texts lack): the joins, lowercasings
+    and byte translations are most of a pass's cost.
+
+    The texts are joined and each term's needle looked for in the lowercased whole (C
+    speed, :func:`_scan_joined`). The needles are ASCII: lowercasing (with the two letters
+    the regex also folds to ASCII ones, dotless i and long s) then agrees with the regex's
+    case folding, so no real match is missed. ASCII texts (most) are joined apart from the
+    others: one non-ASCII character makes a joined string wide, and lowercasing and
+    searching a wide string cost several times more. A text whose lowercase changes length
+    (positions would not line up) is matched on its own, by the regexes alone."""
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        self.texts = texts
+        narrow: list[int] = []
+        wide: list[int] = []
+        #: The texts matched by the regexes alone.
+        self.unaligned: list[int] = []
+        for index, text in enumerate(texts):
+            if text.isascii():
+                narrow.append(index)
+            elif len(_folded(text)) == len(text):
+                wide.append(index)
+            else:
+                self.unaligned.append(index)
+        self.joins = [_Join.of(texts, aligned) for aligned in (narrow, wide) if aligned]
+
+    def holdings(self, terms: Sequence[tuple[str, bool]]) -> list[list[bool]]:
+        """Which of ``terms`` ((text, is_prefix), lowercased) each text holds exactly, one
+        row per text."""
+        patterns = [exact_pattern(text, prefix) for text, prefix in terms]
+        held = [[False] * len(terms) for _ in self.texts]
+        for index in self.unaligned:
+            held[index] = [pattern.search(self.texts[index]) is not None for pattern in patterns]
+        for join in self.joins:
+            _scan_joined(self.texts, join, terms, patterns, held)
+        return held
+
+
+class _Join(NamedTuple):
+    """Some texts joined by a newline (a non-word separator: no word spans two), with
+    where each starts and ends in the join."""
+
+    aligned: list[int]
+    joined: str
+    lowered: str
+    #: ``lowered`` with every non-word character a space and a space at either end, when
+    #: ASCII (else None).
+    spaced: str | None
+    starts: list[int]
+    ends: list[int]
+
+    @classmethod
+    def of(cls, texts: Sequence[str], aligned: list[int]) -> _Join:
+        joined = "\n".join(texts[i] for i in aligned)
+        lowered = _folded(joined)
+        spaced = f" {_non_words_spaced(lowered)} " if lowered.isascii() else None
+        starts: list[int] = []
+        ends: list[int] = []
+        offset = 0
+        for index in aligned:
+            starts.append(offset)
+            offset += len(texts[index])
+            ends.append(offset)
+            offset += 1
+        return cls(aligned, joined, lowered, spaced, starts, ends)
 
 
 def _scan_joined(
     texts: Sequence[str],
-    aligned: list[int],
+    join: _Join,
     terms: Sequence[tuple[str, bool]],
     patterns: list[re.Pattern[str]],
     held: list[list[bool]],
 ) -> None:
-    """Mark in ``held`` the terms the ``aligned`` texts hold, found in their lowercased
+    """Mark in ``held`` the terms the texts of ``join`` hold, found in their lowercased
     join. Where a term's needle occurs, a single word needs only a non-word character (or
     the edge) on both sides, what the regex's lookarounds test; other terms, the regex
     anchored there. A text found holding a term is skipped to the next.
@@ -242,17 +285,7 @@ def _scan_joined(
     When the texts are ASCII, every non-word character of the join is made a space and a
     plain word (letters, digits, ``_``) is looked for with a space on each side: only its
     whole-word occurrences are found, none is checked in Python."""
-    joined = "\n".join(texts[i] for i in aligned)  # a non-word separator: no word spans two
-    lowered = _folded(joined)
-    spaced = f" {_non_words_spaced(lowered)} " if lowered.isascii() else None
-    starts: list[int] = []
-    ends: list[int] = []
-    offset = 0
-    for index in aligned:
-        starts.append(offset)
-        offset += len(texts[index])
-        ends.append(offset)
-        offset += 1
+    aligned, joined, lowered, spaced, starts, ends = join
     for column, ((text, prefix), pattern) in enumerate(zip(terms, patterns, strict=True)):
         needle = _needle(text)
         if needle is None:

@@ -115,7 +115,7 @@ def test_folding_puts_each_hit_under_the_first_leader_similar_enough(
 def test_the_substring_prefilter_agrees_with_the_exact_word_regex():
     """The needle search over the joined texts rules out only what the regex would not
     match, and no match spans two texts (#17)."""
-    from ctxengine_lcm.ranking import _holdings, exact_pattern
+    from ctxengine_lcm.ranking import _TextsJoined, exact_pattern
 
     terms = [
         ("service", False),
@@ -143,14 +143,18 @@ def test_the_substring_prefilter_agrees_with_the_exact_word_regex():
         "app.pyc x_1x",
     ]
     expected = [[p.search(text) is not None for p in patterns] for text in texts]
-    assert _holdings(texts, terms) == expected
+    assert _TextsJoined(texts).holdings(terms) == expected
+    # Prepared once and asked twice, as rerank asks for the terms, then alternatives.
+    joined = _TextsJoined(texts)
+    first, second = joined.holdings(terms[:3]), joined.holdings(terms[3:])
+    assert [a + b for a, b in zip(first, second, strict=True)] == expected
 
 
 def test_the_joined_needle_search_agrees_with_the_regex_on_random_texts():
     """Random texts of query words, near misses, case, separators and folding letters."""
     import random
 
-    from ctxengine_lcm.ranking import _holdings, exact_pattern
+    from ctxengine_lcm.ranking import _TextsJoined, exact_pattern
 
     rng = random.Random(17)
     vocabulary = ["service", "Services", "key", "KEY", "monkey", "ser", "servic", "\u017fervice",
@@ -169,7 +173,7 @@ def test_the_joined_needle_search_agrees_with_the_regex_on_random_texts():
             for _ in range(rng.randint(1, 8))
         ]
         expected = [[p.search(text) is not None for p in patterns] for text in texts]
-        assert _holdings(texts, terms) == expected, texts
+        assert _TextsJoined(texts).holdings(terms) == expected, texts
 
 
 _WORDS = st.sampled_from(

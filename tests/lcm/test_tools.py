@@ -386,3 +386,29 @@ def test_only_the_best_summary_hits_list_their_matching_messages(driven_database
     listed = [r for r in summaries if "matching_messages" in r]
     assert listed == summaries[:INNER_SUMMARY_HITS]
     assert all(r["matching_messages"] for r in listed)
+
+
+def test_a_grep_is_written_as_json_dumps_writes_it(driven):
+    """The items' texts encoded to measure them are written as they are, not encoded
+    again: the result is character for character ``json.dumps``'s (#17)."""
+    for args in (
+        {"pattern": "fact7 value7"},
+        {"pattern": "answer", "limit": 3, "sort": "recency"},
+        {"pattern": "zzz-nothing-matches"},
+    ):
+        raw = driven.handle_tool_call("lcm_grep", args)
+        assert raw == json.dumps(json.loads(raw), ensure_ascii=False)
+        assert len(json.loads(raw)["results"]) == json.loads(raw)["count"]
+
+
+def test_result_json_writes_encoded_items_from_their_texts():
+    from ctxengine_lcm.tools import EncodedItems, result_json
+
+    items = EncodedItems()
+    for item in ({"id": "msg_1", "snippet": 'a "quoted" naïve\nline'}, {"id": "sum_2"}):
+        items.append(item)
+        items.texts.append(json.dumps(item, ensure_ascii=False))
+    result = {"pattern": "ключ \\ x", "results": items, "count": 2, "partial": False}
+    assert result_json(result) == json.dumps(result, ensure_ascii=False)
+    empty = EncodedItems()
+    assert result_json({"results": empty, "n": None}) == '{"results": [], "n": null}'
