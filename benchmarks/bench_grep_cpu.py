@@ -55,6 +55,11 @@ def build(directory: Path, messages: int) -> None:
     (directory / "history.json").write_text(json.dumps(history))
 
 
+def keyword_query(index: int) -> dict[str, Any]:
+    """bench_peer's keyword query for planted fact ``index``."""
+    return {"pattern": f"{peer.fact_keywords(index)[0]} service key", "limit": 10}
+
+
 def measure(directory: Path) -> dict[str, Any]:
     engine = open_ours(directory)
     history = json.loads((directory / "history.json").read_text())
@@ -65,8 +70,8 @@ def measure(directory: Path) -> dict[str, Any]:
     cpu: list[float] = []
     found = 0
     for index in range(peer.FACTS):
-        word, value = peer.fact_keywords(index)
-        query = {"pattern": f"{word} service key", "limit": 10}
+        query = keyword_query(index)
+        value = peer.fact_keywords(index)[1]
         answer = ""
         for _ in range(peer.GREP_REPEATS):
             started = time.thread_time()
@@ -98,10 +103,7 @@ def run_rounds(directory: Path, rounds: int) -> None:
     the queries' instructions alone."""
     engine = open_ours(directory)
     history = json.loads((directory / "history.json").read_text())
-    queries = [
-        {"pattern": f"{peer.fact_keywords(index)[0]} service key", "limit": 10}
-        for index in range(peer.FACTS)
-    ]
+    queries = [keyword_query(index) for index in range(peer.FACTS)]
     engine.handle_tool_call("lcm_grep", queries[0], messages=history)
     for _ in range(rounds):
         for query in queries:

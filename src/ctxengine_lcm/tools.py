@@ -89,6 +89,11 @@ _PREVIEW_FACTOR = 4
 #: text for the JSON values results hold, with the encoder built once (each grep measures
 #: every item it returns).
 _json_text = json_dumper()
+#: The text a tool's result is written as: ``json.dumps(..., ensure_ascii=False)``'s,
+#: raising json's ``TypeError`` for a value JSON has no type for (an engine fault) where
+#: :data:`_json_text` would write its ``str``. A grep's items are measured in it too,
+#: since those texts are the ones written.
+_result_text = json_dumper(strict=True)
 
 
 class EncodedItems(list[dict[str, Any]]):
@@ -105,8 +110,12 @@ def result_json(result: dict[str, Any]) -> str:
     of an :class:`EncodedItems` value written from their texts (a grep's items are most
     of its result: encoding them again was ~3% of a keyword query)."""
     fields = (
-        f"{_json_text(key)}: "
-        + (f"[{', '.join(value.texts)}]" if isinstance(value, EncodedItems) else _json_text(value))
+        f"{_result_text(key)}: "
+        + (
+            f"[{', '.join(value.texts)}]"
+            if isinstance(value, EncodedItems)
+            else _result_text(value)
+        )
         for key, value in result.items()
     )
     return "{" + ", ".join(fields) + "}"
@@ -1071,7 +1080,7 @@ class ToolRunner:
             chosen: tuple[dict[str, Any], str, int] | None = None
             room = True
             for item in (full, slim) if len(slim) < len(full) else (full,):
-                encoded = _json_text(item)
+                encoded = _result_text(item)
                 room = not kept or size + len(encoded) <= self.config.tool_output_max_chars
                 cost = self.count(encoded) if room and left is not None else 0
                 if room and (left is None or cost <= left):

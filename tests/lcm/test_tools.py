@@ -412,3 +412,5 @@ def test_result_json_writes_encoded_items_from_their_texts():
     assert result_json(result) == json.dumps(result, ensure_ascii=False)
     empty = EncodedItems()
     assert result_json({"results": empty, "n": None}) == '{"results": [], "n": null}'
+    with pytest.raises(TypeError):  # as json.dumps: a value JSON has no type for
+        result_json({"pattern": "x", "odd": {1, 2}})
