@@ -253,36 +253,62 @@ def test_summary_hits_name_the_matching_messages_under_them(driven_database):
     assert hit["id"] in desc["lineage"]
 
 
-def test_inner_hits_rank_the_message_holding_most_terms_first(tmp_path, database):
-    """Under a summary, a long log holding most of the query's terms beats short texts
-    that repeat one term (bm25 alone ranks those first), and its snippet shows the line."""
-    engine = make_engine(tmp_path, database=database)
+def summarized_beside_noise(engine, log_text):
+    """``log_text`` ingested amid 30 short texts repeating "export", all 31 then under
+    one leaf summary: (store, conversation, summary id, the log's id, the noise's ids)."""
     noise = [
         {"role": "user", "content": f"export export export note {n}", "message_uid": uid()}
         for n in range(30)
     ]
-    lines = [f"09:15:{n % 60:02d} INFO worker heartbeat seq={n} all quiet" for n in range(600)]
-    lines[300] = "ERROR scheduler.export deadline exceeded code=QX-4411 (customer-facing)"
-    log = {"role": "user", "content": "\n".join(lines), "message_uid": uid()}
+    log = {"role": "user", "content": log_text, "message_uid": uid()}
     engine.ingest("s1", [*noise[:15], log, *noise[15:]])
     conversation = engine._conversation()
     store = engine.store
-    from ctxengine_lcm.search import fts_query
-
     items = store.context_items(conversation)
     span = NewSummary("leaf", 0, "s", 1, 0.0, 1.0, 1, 31, 31, 0, 10, 0,
                       tuple(i.ref_id for i in items))  # fmt: skip
     summary_id = store.replace_with_summary(conversation, items, span)
+    ids = [store.message_by_uid([conversation], m["message_uid"]).id for m in (log, *noise)]
+    return store, conversation, summary_id, ids[0], ids[1:]
+
+
+def test_inner_hits_rank_the_message_holding_most_terms_first(tmp_path, database):
+    """Under a summary, a long log holding most of the query's terms beats short texts
+    that repeat one term (bm25 alone ranks those first), and its snippet shows the line."""
+    from ctxengine_lcm.search import fts_query
+
+    lines = [f"09:15:{n % 60:02d} INFO worker heartbeat seq={n} all quiet" for n in range(600)]
+    lines[300] = "ERROR scheduler.export deadline exceeded code=QX-4411 (customer-facing)"
+    engine = make_engine(tmp_path, database=database)
+    store, conversation, summary_id, log_id, _ = summarized_beside_noise(engine, "\n".join(lines))
     query = fts_query("customers scheduler export code deadline").expression
     listed = store.search_within_summaries([summary_id, summary_id + 99], query, 5, 300)
     assert list(listed) == [summary_id]  # a summary that does not exist is left out
     absent = fts_query("zebra").expression
     assert store.search_within_summaries([summary_id], absent, 5, 300) == {summary_id: []}
     hits = listed[summary_id]
-    assert hits[0].id == store.message_by_uid([conversation], log["message_uid"]).id
+    assert hits[0].id == log_id
     assert "QX-4411" in hits[0].text
     plain = store.search_fulltext([conversation], query, "messages", None, None, 3, True, 100)
     assert len(plain) == 3
+
+
+def test_inner_hits_of_a_long_span_rank_its_newest_matches(tmp_path, monkeypatch):
+    """A span longer than the candidate cap ranks only its newest matches (SQLite reads
+    them backwards); a shorter one ranks every match (read forwards): the log holding
+    most terms leads in the one and is out of reach in the other."""
+    from ctxengine_lcm import sqlite_store
+    from ctxengine_lcm.search import fts_query
+
+    engine = make_engine(tmp_path)
+    text = "scheduler export deadline code"
+    store, _, summary_id, log_id, noise_ids = summarized_beside_noise(engine, text)
+    query = fts_query("scheduler export deadline").expression
+    every = store.search_within_summaries([summary_id], query, 5, 300)[summary_id]
+    assert [h.id for h in every] == [log_id, *reversed(noise_ids[-4:])]
+    monkeypatch.setattr(sqlite_store, "_WITHIN_CANDIDATES", 5)
+    newest = store.search_within_summaries([summary_id], query, 5, 300)[summary_id]
+    assert [h.id for h in newest] == list(reversed(noise_ids[-5:]))
 
 
 def test_query_building_is_injection_proof():
