@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from .config import MIN_LEAF_SOURCE_TOKENS, LcmConfig
@@ -61,7 +62,9 @@ def room_target(configured: int, floor: int, room: int) -> int:
     return max(floor, min(configured, room // 2))
 
 
-def fresh_tail_start(items: Sequence[ContextItem], config: LcmConfig, threshold: int) -> int:
+def fresh_tail_start(
+    items: Sequence[ContextItem], config: LcmConfig, threshold: int, bounded: bool = False
+) -> int:
     """Index of the first protected item: the newest raw messages, bounded in count and tokens.
 
     The newest message is always in the tail (with its tool call), but the tail never
@@ -69,6 +72,11 @@ def fresh_tail_start(items: Sequence[ContextItem], config: LcmConfig, threshold:
     single long agent loop the newest user turn is the whole history, and protecting it
     whole would leave nothing to summarize. The task message itself is pinned separately
     (:func:`pinned_task`).
+
+    The tail does not begin with a tool result whose call would be summarized away: it
+    takes the call in. ``bounded``: only while the token bound allows, else it begins
+    after the results, which are summarized with their call (the sweep asks for this
+    when the whole raw run would otherwise stay in the tail past the threshold).
     """
     budget = config.fresh_tail_max_fraction * threshold
     start, count, tokens = len(items), 0, 0
@@ -80,14 +88,20 @@ def fresh_tail_start(items: Sequence[ContextItem], config: LcmConfig, threshold:
         start -= 1
         count += 1
         tokens += candidate.token_count
-    # Never begin the tail with a tool result whose call would be summarized away.
+    with_call = start
     while (
-        0 < start < len(items)
-        and items[start].role == "tool"
-        and items[start - 1].kind == "message"
+        0 < with_call < len(items)
+        and items[with_call].role == "tool"
+        and items[with_call - 1].kind == "message"
     ):
-        start -= 1
-    return start
+        with_call -= 1
+    call_tokens = sum(i.token_count for i in items[with_call:start])
+    if not bounded or with_call == start or tokens + call_tokens <= budget:
+        return with_call
+    after = start
+    while after < len(items) and items[after].role == "tool":
+        after += 1
+    return after if after < len(items) else with_call
 
 
 def pinned_task(items: Sequence[ContextItem]) -> int | None:
@@ -231,19 +245,24 @@ class Compactor:
             leaf_size = room_target(cfg.leaf_target_tokens, leaf_target, room)
             chunk: list[int] = []
             if not run and (total > target or (force and report.leaf_passes == 0)):
-                tail = fresh_tail_start(items, cfg, reference)
                 # While the new leaf fits the summary budget, free what reaching the target
                 # takes, not all there is: what a sweep leaves under its target is room the
                 # requests hold nothing in (issue #16: a 24k context swept down to 5k). Once
                 # the budget is full every extra leaf costs a condensation: the whole chunk.
                 enough = total - target + leaf_size if room >= leaf_size else None
-                chunk = leaf_chunk(
+                chunk_outside = partial(
+                    leaf_chunk,
                     items,
-                    tail,
-                    cfg.leaf_chunk_tokens,
+                    chunk_tokens=cfg.leaf_chunk_tokens,
                     pinned=pinned_task(items),
                     enough_tokens=enough,
                 )
+                chunk = chunk_outside(fresh_tail_start(items, cfg, reference))
+                if not chunk and total > reference:
+                    # Past the threshold with every raw message in the tail (a large tool
+                    # call taken in with its result): the request would have to leave
+                    # summaries out, so the tail keeps to its token bound.
+                    chunk = chunk_outside(fresh_tail_start(items, cfg, reference, bounded=True))
             if not run and not chunk:
                 report.stopped = "done" if total <= target else "nothing-compactable"
                 break

@@ -28,3 +28,35 @@ def test_a_sweep_can_reach_its_target_with_the_summaries_at_their_budget():
     # Before: 64 messages, about 12,300 tokens (the tail's cap): summaries and tail alone
     # passed the target, so no sweep could reach it.
     assert tail + budget <= target
+
+
+def steps(*shape: tuple[str, int]) -> list[ContextItem]:
+    """A task message and a summary, then raw messages of (role, tokens)."""
+    head = [ContextItem(0, "message", 1, 77, -1, "user"), ContextItem(1, "summary", 1, 370, 0, "")]
+    return head + [
+        ContextItem(2 + n, "message", 2 + n, tokens, -1, role)
+        for n, (role, tokens) in enumerate(shape)
+    ]
+
+
+def test_a_bounded_tail_leaves_a_large_call_to_be_summarized_with_its_result():
+    """A real single-loop session in an 8k window (3,170 tokens of room): a tool call
+    writing a whole file, its result, then smaller steps. The tail stops at the result;
+    taking the call in would put every raw message in the tail."""
+    config = LcmConfig()
+    shape = [("assistant", 1_066), ("tool", 22), ("assistant", 273), ("tool", 33),
+             ("assistant", 719), ("tool", 23), ("assistant", 273), ("tool", 33)]  # fmt: skip
+    items = steps(*shape)
+    assert fresh_tail_start(items, config, 3_170) == 2  # the call taken in
+    start = fresh_tail_start(items, config, 3_170, bounded=True)
+    assert start == 4  # after the call's result
+    assert sum(i.token_count for i in items[start:]) <= config.fresh_tail_max_fraction * 3_170
+
+
+def test_a_bounded_tail_takes_a_call_in_when_it_fits_and_keeps_the_newest_with_its_call():
+    # The count bound (3 messages) stops the tail at a result whose call fits the tokens.
+    items = steps(("assistant", 200), ("tool", 22), ("assistant", 273), ("tool", 33))
+    assert fresh_tail_start(items, LcmConfig(fresh_tail_messages=3), 10_000, bounded=True) == 2
+    # The newest message is a result: its call stays with it whatever its size.
+    items = steps(("assistant", 100), ("assistant", 2_000), ("tool", 40))
+    assert fresh_tail_start(items, LcmConfig(), 1_000, bounded=True) == 3

@@ -4,6 +4,8 @@ at small windows instead of staying a few dozen tokens beside its header."""
 
 from __future__ import annotations
 
+import json
+
 from conftest import make_context, make_engine, service_summarize, uid
 
 from ctxengine_lcm.compaction import LEAF_TARGET_SHARE, room_target
@@ -80,3 +82,34 @@ def test_a_small_window_leaf_is_asked_for_half_the_budget_room(tmp_path):
     assert engine.compress(history).compacted
     budget = int(threshold * engine.settings.summary_budget_fraction)
     assert asked[0] == budget // 2 > LEAF_TARGET_SHARE * threshold, (asked, threshold)
+
+
+def test_a_large_tool_call_in_the_tail_is_summarized_rather_than_left_out(tmp_path):
+    """A long tool loop whose one large call (a file written through the tool's
+    arguments) would enter the fresh tail with its result, past the tail's token bound:
+    with every raw message in the tail, the sweep found nothing to summarize and the
+    request had to leave history out (a real Claude Code session in an 8k window). The
+    tail keeps to its bound instead, and the call is summarized with its result."""
+    engine = make_engine(tmp_path, context_length=8_000, **DEFAULTS)
+    big_file = " ".join(f"line{n} = value{n}" for n in range(700))
+    history = [
+        {"role": "user", "content": "Port the utilities to Rust.", "message_uid": uid()},
+        {"role": "assistant", "content": None, "message_uid": uid(), "tool_calls": [
+            {"id": "w", "type": "function",
+             "function": {"name": "write_file", "arguments": json.dumps({"text": big_file})}}]},
+        {"role": "tool", "tool_call_id": "w", "content": "written", "message_uid": uid()},
+    ]  # fmt: skip
+    for n in range(5):
+        history += [
+            {"role": "assistant", "content": None, "message_uid": uid(), "tool_calls": [
+                {"id": f"r{n}", "type": "function",
+                 "function": {"name": "read_file", "arguments": json.dumps({"n": n})}}]},
+            {"role": "tool", "tool_call_id": f"r{n}", "message_uid": uid(),
+             "content": " ".join(f"out{n}_{k}" for k in range(125))},
+        ]  # fmt: skip
+    engine.ingest("s1", history)
+    threshold = engine._compaction_threshold()
+    assert engine._context_tokens() > threshold
+    result = engine.compress(history)
+    assert result.compacted, result.reason
+    assert result.tokens_after <= threshold
