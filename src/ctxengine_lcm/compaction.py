@@ -95,8 +95,9 @@ def fresh_tail_start(
         and items[with_call - 1].kind == "message"
     ):
         with_call -= 1
-    call_tokens = sum(i.token_count for i in items[with_call:start])
-    if not bounded or with_call == start or tokens + call_tokens <= budget:
+    if not bounded or with_call == start:
+        return with_call
+    if tokens + sum(i.token_count for i in items[with_call:start]) <= budget:
         return with_call
     after = start
     while after < len(items) and items[after].role == "tool":
