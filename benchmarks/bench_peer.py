@@ -299,15 +299,21 @@ def peer_commit(peer_src: Path) -> str:
 def in_subprocess(
     which: str, messages: int, peer_src: str | None, postgres: str | None
 ) -> dict[str, Any]:
-    command = [sys.executable, __file__, "--one", which, "--sizes", str(messages)]
+    command = [__file__, "--one", which, "--sizes", str(messages)]
     if peer_src:
         command += ["--peer-src", peer_src]
     if postgres:
         command += ["--postgres", postgres]
+    return run_child(command, f"{which} at {messages}")
+
+
+def run_child(arguments: list[str], what: str) -> dict[str, Any]:
+    """The figures a fresh Python process running ``arguments`` prints as its last line
+    (a fixed hash seed: set orders alike in every run)."""
     env = {**os.environ, "PYTHONHASHSEED": "0"}
-    out = subprocess.run(command, capture_output=True, text=True, env=env)
+    out = subprocess.run([sys.executable, *arguments], capture_output=True, text=True, env=env)
     if out.returncode:
-        raise SystemExit(f"{which} at {messages} failed:\n{out.stderr[-3000:]}")
+        raise SystemExit(f"{what} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

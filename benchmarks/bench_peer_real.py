@@ -30,10 +30,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
 import re
-import subprocess
-import sys
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -156,14 +153,8 @@ def _reset_peak_rss() -> bool:
 
 
 def in_subprocess(which: str, paths: Sequence[Path], peer_src: str | None) -> dict[str, Any]:
-    command = [sys.executable, __file__, "--one", which, *map(str, paths)]
-    if peer_src:
-        command += ["--peer-src", peer_src]
-    env = {**os.environ, "PYTHONHASHSEED": "0"}
-    out = subprocess.run(command, capture_output=True, text=True, env=env)
-    if out.returncode:
-        raise SystemExit(f"{which} failed:\n{out.stderr[-3000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    command = [__file__, "--one", which, *map(str, paths)]
+    return peer.run_child([*command, "--peer-src", peer_src] if peer_src else command, which)
 
 
 def main() -> None:
