@@ -381,17 +381,19 @@ def _best(runs: list[dict[str, Any]], key: str) -> Any:
     return round(statistics.median(values), 3)
 
 
+POSTGRES_HELP = (
+    "also run ours with its store in PostgreSQL: a database URL (each run gets a fresh schema "
+    "in it, dropped after), e.g. postgresql://postgres@127.0.0.1:5432/test"
+)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--peer-src", help="a checkout of the peer engine (never committed)")
     parser.add_argument("--sizes", default="1000,10000", help="comma-separated message counts")
     parser.add_argument("--repeats", type=int, default=1, help="interleaved runs per engine")
     parser.add_argument("--json", action="store_true", help="print the raw runs as JSON too")
-    parser.add_argument(
-        "--postgres",
-        help="also run ours with its store in PostgreSQL: a database URL (each run gets a "
-        "fresh schema in it, dropped after), e.g. postgresql://postgres@127.0.0.1:5432/test",
-    )
+    parser.add_argument("--postgres", help=POSTGRES_HELP)
     parser.add_argument("--one", choices=("ours", "peer", "ours-pg"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]

@@ -20,6 +20,8 @@ snippet of another part of it does not count: the agent would need another call.
     ctxengine convert --from mini-swe-agent run.traj.json /tmp/real/run.jsonl
     .venv/bin/python benchmarks/bench_peer_real.py /tmp/real/*.jsonl
     .venv/bin/python benchmarks/bench_peer_real.py /tmp/real/*.jsonl --peer-src /tmp/hermes-lcm
+    .venv/bin/python benchmarks/bench_peer_real.py /tmp/real/*.jsonl \
+        --postgres postgresql://postgres@127.0.0.1:5432/test     # ours on SQLite and PostgreSQL
 
 Transcripts and sessions made from them are other people's data: keep them out of the
 repository.
@@ -116,7 +118,7 @@ def _query_for(
     if len(rare) < 3:
         return None
     chosen = [w for _, w in rare]
-    occurrences = [m for m in re.finditer(rf"(?<!\w){chosen[0]}(?!\w)", text, re.IGNORECASE)]
+    occurrences = list(re.finditer(rf"(?<!\w){re.escape(chosen[0])}(?!\w)", text, re.IGNORECASE))
     if len(occurrences) != 1:
         return None
     passage = _PASSAGE.match(text, occurrences[0].end())
@@ -129,12 +131,18 @@ def _query_for(
     return " ".join(chosen), sought
 
 
-def run_one(which: str, paths: Sequence[Path], peer_src: str | None) -> dict[str, Any]:
+def run_one(
+    which: str, paths: Sequence[Path], peer_src: str | None, postgres: str | None
+) -> dict[str, Any]:
+    """The session files through one engine (``ours-pg``: ours with its store in a fresh
+    schema of ``postgres``); the figures."""
     messages = load_messages(paths)
     queries = known_item_queries(messages)
     characters = sum(len(content_text(m) or "") for m in messages)
     measurable = _reset_peak_rss()
-    result = peer.run_session(which, model_call_turns(messages), queries, peer_src, None)
+    turns = model_call_turns(messages)
+    with peer.fresh_schema(postgres if which == "ours-pg" else None) as database:
+        result = peer.run_session(which, turns, queries, peer_src, database)
     result["characters"] = characters
     if not measurable:
         result["peak_rss_mib"] = "not measured"
@@ -152,9 +160,13 @@ def _reset_peak_rss() -> bool:
     return True
 
 
-def in_subprocess(which: str, paths: Sequence[Path], peer_src: str | None) -> dict[str, Any]:
+def in_subprocess(
+    which: str, paths: Sequence[Path], peer_src: str | None, postgres: str | None
+) -> dict[str, Any]:
     command = [__file__, "--one", which, *map(str, paths)]
-    return peer.run_child([*command, "--peer-src", peer_src] if peer_src else command, which)
+    command += ["--peer-src", peer_src] if peer_src else []
+    command += ["--postgres", postgres] if postgres else []
+    return peer.run_child(command, which)
 
 
 def main() -> None:
@@ -163,16 +175,18 @@ def main() -> None:
     parser.add_argument("--peer-src", help="a checkout of the peer engine (never committed)")
     parser.add_argument("--repeats", type=int, default=1, help="interleaved runs per engine")
     parser.add_argument("--json", action="store_true", help="print the raw runs as JSON too")
-    parser.add_argument("--one", choices=("ours", "peer"), help=argparse.SUPPRESS)
+    parser.add_argument("--postgres", help=peer.POSTGRES_HELP)
+    parser.add_argument("--one", choices=("ours", "peer", "ours-pg"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(run_one(args.one, args.sessions, args.peer_src)))
+        print(json.dumps(run_one(args.one, args.sessions, args.peer_src, args.postgres)))
         return
     engines = ["ours", "peer"] if args.peer_src else ["ours"]
+    engines += ["ours-pg"] if args.postgres else []
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in engines}
     for _ in range(args.repeats):
         for name in engines:
-            runs[name].append(in_subprocess(name, args.sessions, args.peer_src))
+            runs[name].append(in_subprocess(name, args.sessions, args.peer_src, args.postgres))
     first = runs["ours"][0]
     if args.peer_src:
         source = Path(args.peer_src)
@@ -183,6 +197,9 @@ def main() -> None:
         f"chars/4; {first['recall'].split('/')[1]} known-item queries"
     )
     print(peer.table({first["messages"]: runs}, bool(args.peer_src)))
+    if args.postgres:
+        print(f"\nours, its store on SQLite and on PostgreSQL ({args.postgres}):")
+        print(peer.store_table({first["messages"]: runs}))
     if args.json:
         print(json.dumps(runs, indent=1))
 
