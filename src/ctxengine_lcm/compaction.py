@@ -167,6 +167,33 @@ def leaf_chunk(
         start = end
 
 
+def stranded_run(items: Sequence[ContextItem], tail_start: int, pinned: int | None) -> list[int]:
+    """Indexes of the oldest raw run outside the tail that sits beside a summary; empty when
+    there is none. Called when :func:`leaf_chunk` finds nothing: every such run is then too
+    small for a leaf of its own.
+
+    A multi-turn session strands its turns' tasks: the task is pinned while its tool loop
+    is summarized, so once the next task arrives it sits alone between the summary before it
+    and the loop's. It keeps the two summaries apart, so they cannot condense, and each
+    turn adds a summary and a stranded task until requests must leave history out (an
+    8,000-token window's 300-turn session: every request after turn 56).
+    """
+    start = 0
+    while start < tail_start:
+        if items[start].kind != "message" or start == pinned:
+            start += 1
+            continue
+        end = start
+        while end < tail_start and items[end].kind == "message" and end != pinned:
+            end += 1
+        before = start > 0 and items[start - 1].kind == "summary"
+        after = end < len(items) and items[end].kind == "summary"
+        if before or after:
+            return list(range(start, end))
+        start = end
+    return []
+
+
 def condense_run(items: Sequence[ContextItem], fanin: int) -> list[int]:
     """Summaries to condense next (asked for once the summaries pass their budget), oldest
     first: ``fanin`` consecutive summaries of one depth, else the oldest consecutive pair
@@ -264,6 +291,14 @@ class Compactor:
                     # call taken in with its result): the request would have to leave
                     # summaries out, so the tail keeps to its token bound.
                     chunk = chunk_outside(fresh_tail_start(items, cfg, reference, bounded=True))
+            # Past the budget with no summaries side by side to condense and no run worth
+            # a leaf: a run stranded between summaries is summarized all the same (its
+            # leaf may be larger than itself), so the next pass condenses it with them.
+            stranded = over_budget and not run and not chunk
+            if stranded:
+                chunk = stranded_run(
+                    items, fresh_tail_start(items, cfg, reference), pinned_task(items)
+                )
             if not run and not chunk:
                 report.stopped = "done" if total <= target else "nothing-compactable"
                 break
@@ -287,6 +322,7 @@ class Compactor:
                         leaf_size,
                         focus_topic,
                         deadline,
+                        may_grow=stranded,
                     )
             except _NoGain:
                 report.stopped = "no-gain"
@@ -319,6 +355,7 @@ class Compactor:
         target_tokens: int,
         focus_topic: str | None,
         deadline: float | None,
+        may_grow: bool = False,
     ) -> int | None:
         stored = self.store.messages_by_id(i.ref_id for i in chunk)
         ordered = [stored[i.ref_id] for i in chunk]
@@ -342,7 +379,7 @@ class Compactor:
             summarizer_level=level,
             source_ids=tuple(m.id for m in ordered),
         )
-        return self._commit(conversation_id, chunk, draft, deadline)
+        return self._commit(conversation_id, chunk, draft, deadline, may_grow)
 
     def _condense(
         self,
@@ -384,7 +421,9 @@ class Compactor:
         items: list[ContextItem],
         draft: NewSummary,
         deadline: float | None,
+        may_grow: bool = False,
     ) -> int | None:
+        """Store ``draft`` in place of ``items``; unless ``may_grow``, only if it is smaller."""
         placeholder = StoredSummary(
             _PLACEHOLDER_ID, conversation_id, draft.kind, draft.depth, draft.content, 0,
             draft.earliest_at, draft.latest_at, draft.first_seq, draft.last_seq,
@@ -392,7 +431,7 @@ class Compactor:
             draft.summarizer_level,
         )  # fmt: skip
         tokens = self.context.count_tokens(summary_message(placeholder, self.config.summary_role))
-        if tokens >= sum(i.token_count for i in items):
+        if not may_grow and tokens >= sum(i.token_count for i in items):
             raise _NoGain
         summary = NewSummary(**{**draft.__dict__, "token_count": tokens})
         return self.store.replace_with_summary(conversation_id, items, summary, deadline)

@@ -5,11 +5,13 @@ at small windows instead of staying a few dozen tokens beside its header."""
 from __future__ import annotations
 
 import json
+import re
 
 from conftest import make_context, make_engine, service_summarize, uid
 
-from ctxengine_lcm.compaction import LEAF_TARGET_SHARE, room_target
+from ctxengine_lcm.compaction import LEAF_TARGET_SHARE, room_target, stranded_run
 from ctxengine_lcm.engine import LcmEngine
+from ctxengine_lcm.store import ContextItem
 
 DEFAULTS = {
     "leaf_chunk_tokens": 20_000,
@@ -113,3 +115,47 @@ def test_a_large_tool_call_in_the_tail_is_summarized_rather_than_left_out(tmp_pa
     result = engine.compress(history)
     assert result.compacted, result.reason
     assert result.tokens_after <= threshold
+
+
+def test_the_tasks_of_past_turns_do_not_keep_summaries_apart(tmp_path):
+    """A multi-turn session in a small window: each task is pinned while its tool loop is
+    summarized, then sits alone between that summary and the one before it. Too small for
+    a leaf, it kept every two summaries apart (none could condense), so the context grew
+    by a summary and a task every turn until requests left all history out (a generated
+    300-turn session at 8,000 tokens: every request after turn 56). Past the summary
+    budget such a task is summarized and condensed with its neighbours."""
+    engine = make_engine(tmp_path, context_length=8_000, **DEFAULTS)
+    history: list[dict] = []
+    threshold = engine._compaction_threshold()
+    peak = 0
+    for task in range(40):
+        task_message = {"role": "user", "content": f"Task {task}: fix bug {task}."}
+        turn_messages = [{**task_message, "message_uid": uid()}, *agent_loop(30, words=40)[1:]]
+        history += turn_messages
+        engine.ingest("s1", turn_messages)
+        if engine.should_compress(engine._context_tokens()):
+            engine.compress(history)
+        peak = max(peak, engine._context_tokens())
+    items = engine.store.context_items(engine._conversation())
+    kinds = "".join("s" if i.kind == "summary" else "m" for i in items)
+    assert peak <= threshold, (peak, threshold, kinds)  # before: 10,080 against 6,000
+    # Lone tasks between summaries: as many as the summary budget holds summaries (it is
+    # not over it), not one a turn (before: 40).
+    assert len(re.findall("(?<=s)m(?=s)", kinds)) <= 12, kinds
+
+
+def test_a_stranded_run_is_the_oldest_raw_run_beside_a_summary():
+    def summary(n: int) -> ContextItem:
+        return ContextItem(n, "summary", n, 150, 0, "")
+
+    def message(n: int, role: str = "user") -> ContextItem:
+        return ContextItem(n, "message", n, 20, -1, role)
+
+    items = [message(0), message(1, "assistant"), summary(2), message(3), summary(4), message(5)]
+    assert stranded_run(items, tail_start=5, pinned=None) == [0, 1]
+    assert stranded_run(items[2:], tail_start=3, pinned=None) == [1]
+    # The pinned task and the tail are never taken; a run beside neither summary (between
+    # the task and the tail) is passed over: its leaf would have nothing to condense with.
+    pinned_between = [summary(0), message(1), message(2, "assistant"), message(3)]
+    assert stranded_run(pinned_between, tail_start=3, pinned=1) == []
+    assert stranded_run([summary(0), message(1), message(2)], tail_start=1, pinned=None) == []
