@@ -291,10 +291,16 @@ class Compactor:
                     # call taken in with its result): the request would have to leave
                     # summaries out, so the tail keeps to its token bound.
                     chunk = chunk_outside(fresh_tail_start(items, cfg, reference, bounded=True))
-            # Past the budget with no summaries side by side to condense and no run worth
-            # a leaf: a run stranded between summaries is summarized all the same (its
-            # leaf may be larger than itself), so the next pass condenses it with them.
-            stranded = over_budget and not run and not chunk
+            past_threshold = total > reference
+            if past_threshold and not run and not chunk:
+                # No raw message to spare past the threshold (the task and the newest step
+                # fill what the summaries leave): the request would leave summaries out, so
+                # they condense under their budget too.
+                run = condense_run(items, cfg.condense_fanin)
+            # Past the budget (or the threshold) with no summaries side by side to condense
+            # and no run worth a leaf: a run stranded between summaries is summarized all
+            # the same (its leaf may be larger than itself), so the next pass condenses it.
+            stranded = (over_budget or past_threshold) and not run and not chunk
             if stranded:
                 chunk = stranded_run(
                     items, fresh_tail_start(items, cfg, reference), pinned_task(items)

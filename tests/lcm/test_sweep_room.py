@@ -159,3 +159,26 @@ def test_a_stranded_run_is_the_oldest_raw_run_beside_a_summary():
     pinned_between = [summary(0), message(1), message(2, "assistant"), message(3)]
     assert stranded_run(pinned_between, tail_start=3, pinned=1) == []
     assert stranded_run([summary(0), message(1), message(2)], tail_start=1, pinned=None) == []
+
+
+def test_a_large_task_leaves_the_tail_what_reaching_the_target_leaves(tmp_path):
+    """A task prompt of 40% of the threshold beside a few summaries left the tail less than
+    its bound: every raw message was in the tail, the summaries were under their budget,
+    and sweeps stopped nothing-compactable past the threshold, so requests left history
+    out (34 of 40 real mini-swe-agent sessions at 8k). The tail then keeps what reaching
+    the target leaves, and past the threshold the summaries condense under their budget."""
+    engine = make_engine(tmp_path, context_length=8_000, **DEFAULTS)
+    threshold = engine._compaction_threshold()
+    words = " ".join(f"requirement{k}" for k in range(threshold // 5))
+    history = [{"role": "user", "content": f"Fix the export job. {words}", "message_uid": uid()}]
+    engine.ingest("s1", history)
+    assert engine._context_tokens() > 0.35 * threshold
+    over: list[int] = []
+    for step in agent_loop(80, words=50)[1:]:
+        history.append(step)
+        engine.ingest("s1", [step])
+        if engine.should_compress(engine._context_tokens()):
+            engine.compress(history)
+        if engine._context_tokens() > threshold:
+            over.append(engine._context_tokens())
+    assert not over, (len(over), over[:5], threshold)
