@@ -268,7 +268,10 @@ class Compactor:
             # Condensing loses detail (a leaf's facts become a line of a line): summaries
             # are condensed once they pass their budget, not as soon as fanin of them exist.
             over_budget = summary_tokens > summary_budget
+            past_threshold = total > reference
             run = condense_run(items, cfg.condense_fanin) if over_budget else []
+            pinned = pinned_task(items)
+            tail = fresh_tail_start(items, cfg, reference)
             room = summary_budget - summary_tokens
             leaf_size = room_target(cfg.leaf_target_tokens, leaf_target, room)
             chunk: list[int] = []
@@ -282,16 +285,15 @@ class Compactor:
                     leaf_chunk,
                     items,
                     chunk_tokens=cfg.leaf_chunk_tokens,
-                    pinned=pinned_task(items),
+                    pinned=pinned,
                     enough_tokens=enough,
                 )
-                chunk = chunk_outside(fresh_tail_start(items, cfg, reference))
-                if not chunk and total > reference:
+                chunk = chunk_outside(tail)
+                if not chunk and past_threshold:
                     # Past the threshold with every raw message in the tail (a large tool
                     # call taken in with its result): the request would have to leave
                     # summaries out, so the tail keeps to its token bound.
                     chunk = chunk_outside(fresh_tail_start(items, cfg, reference, bounded=True))
-            past_threshold = total > reference
             if past_threshold and not run and not chunk:
                 # No raw message to spare past the threshold (the task and the newest step
                 # fill what the summaries leave): the request would leave summaries out, so
@@ -302,9 +304,7 @@ class Compactor:
             # the same (its leaf may be larger than itself), so the next pass condenses it.
             stranded = (over_budget or past_threshold) and not run and not chunk
             if stranded:
-                chunk = stranded_run(
-                    items, fresh_tail_start(items, cfg, reference), pinned_task(items)
-                )
+                chunk = stranded_run(items, tail, pinned)
             if not run and not chunk:
                 report.stopped = "done" if total <= target else "nothing-compactable"
                 break
