@@ -321,6 +321,11 @@ class LcmStore(Protocol):
         counts are exact where their sum is below ``cap``."""
         ...
 
+    def indexed_texts(self, targets: Sequence[Literal["messages", "summaries"]]) -> int:
+        """At least as many as the texts of every session in ``targets`` (their largest
+        ids: an index look-up each; deleted rows only make the figure larger)."""
+        ...
+
     def snippets(
         self,
         target: Literal["messages", "summaries"],

@@ -569,6 +569,14 @@ class StoreCommon:
             targets, operands, cap
         )
 
+    def indexed_texts(self, targets: Sequence[Literal["messages", "summaries"]]) -> int:
+        d = self._sql
+        tables = [d.messages if target == "messages" else d.summaries for target in targets]
+        if not tables:
+            return 0
+        largest = ", ".join(f"(SELECT COALESCE(MAX(id), 0) FROM {table})" for table in tables)
+        return sum(self._read(f"SELECT {largest}")[0])
+
     def charge_grant(self, grant_id: int, tokens: int) -> None:
         d = self._sql
         with self._tx("charging a grant") as conn:

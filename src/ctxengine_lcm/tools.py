@@ -573,19 +573,21 @@ class ToolRunner:
     ) -> Seeds | None:
         """The rarest terms of a plain query (seeds.py): those whose matches in the history
         (messages and summaries together: a summary restates its messages) fit a share of
-        the pools, else those whose matches fit the relevance window (the store ranks them
-        and keeps the pools' best). None when even the rarest overflows the window. The
-        first counts bring the caller's access along (the grep's first statement)."""
+        the pools, else those whose matches fit the relevance window but for a term in
+        more than half of the texts (the store ranks them and keeps the pools' best). None
+        when even the rarest overflows the window. The first counts bring the caller's
+        access along (the grep's first statement)."""
 
-        def seeds_within(cap: int) -> tuple[Seeds | None, bool]:
-            """The seeds whose matches fit ``cap``, and whether any operand matched."""
+        def seeds_within(cap: int, texts: int | None = None) -> tuple[Seeds | None, bool]:
+            """The seeds whose matches fit ``cap`` (none in more than half of ``texts``),
+            and whether any operand matched."""
             counts = budget.read(
                 partial(caller.with_counts, list(pools), query.operands, cap + 1), None
             )
             if counts is None:
                 return None, False
             totals = capped_totals(counts, cap + 1)
-            seeds = choose_seeds(query.operands, totals, cap)
+            seeds = choose_seeds(query.operands, totals, cap, texts)
             if seeds is None:
                 return None, any(totals)
             holding = holding_targets(seeds, query.operands, counts)
@@ -595,7 +597,8 @@ class ToolRunner:
         seeds, matched = seeds_within(pool)
         if seeds is not None or not matched:
             return seeds
-        wide, _ = seeds_within(self.config.grep_relevance_window)
+        texts = budget.read(partial(self.store.indexed_texts, list(pools)), None)
+        wide, _ = seeds_within(self.config.grep_relevance_window, texts)
         return None if wide is None else replace(wide, whole=False)
 
     def _alternative_matches(

@@ -26,3 +26,12 @@ def test_a_term_without_matches_is_neither_taken_nor_skipped():
 def test_no_seeds_when_even_the_rarest_term_overflows_the_pool_or_nothing_matches():
     assert choose_seeds(['"the"', '"a"'], [401, 401], pool=400) is None
     assert choose_seeds(['"ghost"'], [0], pool=400) is None
+
+
+def test_a_term_in_more_than_half_of_the_texts_is_never_taken():
+    """bm25 gives such a term no weight: its matches would only add rows ranked last."""
+    seeds = choose_seeds(['"quotes"', '"didn"', '"command"'], [232, 320, 14854], 20_000, 28_868)
+    assert seeds is not None and seeds.expression == '"quotes" OR "didn"' and seeds.skipped
+    assert choose_seeds(['"command"'], [14854], 20_000, 28_868) is None
+    half = choose_seeds(['"command"'], [14434], 20_000, 28_868)  # exactly half: taken
+    assert half is not None and half.expression == '"command"'
