@@ -24,7 +24,7 @@ from typing import Any
 
 from .backend import open_lcm_store
 from .config import LcmConfig, namespace_for, resolve_database_path, session_key
-from .render import stored_digest
+from .render import storable_columns, storable_text, stored_digest
 from .store import ContextItem, LcmStore, NewMessage, NewSummary, StoredMessage, StoredSummary
 
 _MESSAGE_FIELDS = (
@@ -187,7 +187,9 @@ class LcmArchiver:
                     f"summary {summary['id']}: its sources are not one run of the context; "
                     "the archive is damaged"
                 )
-            draft = NewSummary(**{f: summary[f] for f in _SUMMARY_FIELDS}, source_ids=tuple(refs))
+            fields = {f: summary[f] for f in _SUMMARY_FIELDS}
+            fields["content"] = storable_text(fields["content"])
+            draft = NewSummary(**fields, source_ids=tuple(refs))
             created = store.replace_with_summary(conversation_id, run, draft)
             if created is None:
                 raise RuntimeError(f"summary {summary['id']}: the context changed during import")
@@ -226,4 +228,7 @@ def _new_message(row: dict[str, Any]) -> NewMessage:
     fields = {f: row[f] for f in _MESSAGE_FIELDS if f in row}
     if not fields.get("digest"):
         fields["digest"] = stored_digest(row["message_uid"], row["content"], row["extra_json"])
+    fields["content"], fields["extra_json"] = storable_columns(row["content"], row["extra_json"])
+    if fields.get("tool_name"):
+        fields["tool_name"] = storable_text(fields["tool_name"])
     return NewMessage(**fields)

@@ -15,7 +15,7 @@ from functools import partial
 from typing import Any
 
 from .config import MIN_LEAF_SOURCE_TOKENS, LcmConfig
-from .render import context_message, source_block, summary_message
+from .render import context_message, source_block, storable_text, summary_message
 from .store import ContextItem, LcmStore, NewSummary, StoredSummary
 
 #: Characters per token assumed when a summary must be cut to size deterministically.
@@ -459,7 +459,7 @@ class Compactor:
         if not text or self.context.count_tokens(text) > limit:
             text = _cut_to_tokens(text or _as_text(content), limit, self.context.count_tokens)
             level = 2
-        return text, level
+        return storable_text(text), level
 
 
 def _as_text(content: str | list[dict[str, Any]]) -> str:

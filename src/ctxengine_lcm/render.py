@@ -2,7 +2,9 @@
 
 A stored message keeps its searchable text in ``content`` (its tool calls' arguments
 included, decoded) and everything else of the original dict in ``extra_json``, so the
-dict comes back verbatim. Summaries and large
+dict comes back verbatim; where the two differ (tool calls, content parts, a NUL
+character, which PostgreSQL text cannot hold), the original content is in ``extra_json``
+too. Summaries and large
 tool outputs are shown to the model as short messages that name the id to expand.
 """
 
@@ -28,6 +30,28 @@ MESSAGE_PREFIX = "msg_"
 #: The encoder of a stored message's ``extra_json``, built once (``json.dumps`` with
 #: ``default`` builds one per call).
 _EXTRA_JSON = json_dumper()
+
+
+#: What a NUL character becomes in a stored text column (the Unicode replacement character).
+NUL_STAND_IN = "\ufffd"
+
+
+def storable_text(text: str) -> str:
+    """``text`` as every backend can store it: PostgreSQL's text type refuses NUL, which
+    a tool output may print (a path with an embedded null byte)."""
+    return text.replace("\x00", NUL_STAND_IN) if "\x00" in text else text
+
+
+def storable_columns(content: str, extra_json: str) -> tuple[str, str]:
+    """A stored row's ``content`` and ``extra_json`` as every backend can store them (an
+    archive from a SQLite store written before NUL was kept out of the column): a content
+    holding NUL goes into the extra, as :func:`to_new_message` does, the column keeps the
+    searchable text."""
+    if "\x00" not in content:
+        return content, extra_json
+    extra = json.loads(extra_json)
+    extra.setdefault("content", content)
+    return storable_text(content), _EXTRA_JSON(extra)
 
 
 def summary_ref(summary_id: int) -> str:
@@ -66,14 +90,14 @@ def to_new_message(
     calls = message.get("tool_calls") or []
     # Text content without tool calls (most messages) has no call text to decode.
     called = calls_text(message) if calls or not isinstance(content, str) else ""
-    if isinstance(content, str) and not called:
+    if isinstance(content, str) and not called and "\x00" not in content:
         extra = {k: v for k, v in message.items() if k != "content"}
         text = content
     else:  # the content is kept in extra; the column holds the searchable text
         extra = dict(message)
-        text = "\n".join(t for t in (content_text(message), called) if t)
+        text = storable_text("\n".join(t for t in (content_text(message), called) if t))
     role = message.get("role")
-    tool_name = ",".join(_call_names(calls)) if calls else ""
+    tool_name = storable_text(",".join(_call_names(calls))) if calls else ""
     if not tool_name and isinstance(message.get("name"), str):
         tool_name = message["name"]
     tool_call_id = message.get("tool_call_id")

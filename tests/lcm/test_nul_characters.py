@@ -1,0 +1,82 @@
+"""A NUL character in a message (a coding agent's tool output printing a path with an
+embedded null byte, as in a real mini-swe-agent session) is stored, searched, summarized
+and handed back on both backends: PostgreSQL text cannot hold it, and the ingest failed."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import make_engine, turn, uid
+from test_tenancy import exchange as host_exchange
+from test_tenancy import lcm_host
+
+from ctxengine_lcm.archive import LcmArchiver
+
+OUTPUT = (
+    "<returncode>0</returncode>\n<output>\npath.resolve() raised ValueError: embedded null "
+    "byte\np.absolute() succeeded: /tmp/test\x00file.py\n</output>"
+)
+
+
+def exchange(n: int) -> list[dict]:
+    """A tool call and its output holding a NUL, then an answer."""
+    call_id = f"call_nul_{n}"
+    call = {"id": call_id, "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+    return [
+        {"role": "assistant", "content": "", "tool_calls": [call], "message_uid": uid()},
+        {"role": "tool", "tool_call_id": call_id, "content": OUTPUT, "message_uid": uid()},
+        {"role": "assistant", "content": f"step {n}: the\x00path is odd", "message_uid": uid()},
+    ]
+
+
+def test_a_nul_character_is_stored_found_summarized_and_given_back(tmp_path, database):
+    engine = make_engine(tmp_path, database=database, session="s")
+    first = exchange(0)
+    engine.ingest("s", first)
+    history = [{"role": "system", "content": "You are a coding agent."}, *first]
+    selected = engine.select_context(history, budget_tokens=6_000)
+    assert OUTPUT in [m.get("content") for m in selected.messages]  # verbatim, NUL and all
+    out = json.loads(engine.handle_tool_call("lcm_grep", {"pattern": "absolute succeeded"}))
+    assert out["count"] >= 1 and "test" in out["results"][0]["snippet"]
+    # Enough history for summaries made from those texts (the extractive summarizer copies
+    # lines, NUL included).
+    for n in range(1, 30):
+        batch = [*exchange(n), *turn(n)]
+        history += batch
+        engine.ingest("s", batch)
+        result = engine.select_context(history, budget_tokens=6_000)
+        if engine.should_compress(result.estimated_tokens):
+            engine.compress(history)
+    summaries = engine.get_status()["context_summaries_by_depth"]
+    assert sum(summaries.values()) >= 1, summaries
+    found = json.loads(
+        engine.handle_tool_call("lcm_grep", {"pattern": "absolute succeeded", "limit": 50})
+    )
+    assert found["count"] >= 1 and not found.get("partial")
+    message = next(r for r in found["results"] if r["kind"] == "message")
+    expanded = json.loads(engine.handle_tool_call("lcm_expand", {"id": message["id"]}))
+    assert expanded["message"]["content"] == OUTPUT
+    engine.dispose()
+
+
+def test_an_archive_holding_nul_characters_imports_on_both_backends(tmp_path, database):
+    """A SQLite store written before kept NUL in the text column: its archive, imported
+    into PostgreSQL (the migration path), keeps every message verbatim."""
+    source = LcmArchiver({"database": str(tmp_path / "a.db")}, tmp_path)
+    with lcm_host(tmp_path, "appA", str(tmp_path / "a.db")) as host:
+        with host.open_session("s") as session:
+            host_exchange(session, "archived words")
+        store_id = host.store.store_id
+    data = source.export_session("s", store_id)
+    source.close()
+    rows = data["conversations"][0]["messages"]
+    row = next(r for r in rows if r["content"] == "archived words")
+    row["content"], row["digest"] = "archived\x00words", ""
+    target = LcmArchiver({"database": database}, tmp_path)
+    assert target.import_session("s", data, "target-store")
+    back = target.export_session("s", "target-store")
+    target.close()
+    stored = [r for r in back["conversations"][0]["messages"] if "archived" in r["content"]]
+    assert [json.loads(r["extra_json"]).get("content", r["content"]) for r in stored] == [
+        "archived\x00words"
+    ]
