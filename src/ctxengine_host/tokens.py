@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ._moved import moved_attribute
-from .contract.messages import content_text, strip_persistence_fields
+from .contract.messages import content_text, strip_persistence_fields, well_formed
 from .contract.models import PERSISTENCE_ONLY_FIELDS
 from .json_text import flat_sorted_json, json_dumper
 from .paragraph_tokens import ParagraphTokens
@@ -249,10 +249,21 @@ def message_digest(message: dict[str, Any]) -> str:
     """A digest of what a message says (persistence-only fields ignored): its version.
 
     A message of text fields only (most) has its JSON built directly, the same bytes."""
+    return versioned(message)[0]
+
+
+def versioned(message: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The digest of ``message`` and the message a store keeps: ``message`` itself, or,
+    when a text holds a lone surrogate (UTF-8 cannot encode it), its well-formed copy
+    (:func:`~ctxengine_host.contract.messages.well_formed`), whose digest it is."""
     body = flat_sorted_json(message, PERSISTENCE_ONLY_FIELDS)
     if body is None:
-        body = _DIGEST_JSON(strip_persistence_fields(message)).encode("utf-8")
-    return hashlib.blake2b(body, digest_size=16).hexdigest()
+        try:
+            body = _DIGEST_JSON(strip_persistence_fields(message)).encode("utf-8")
+        except UnicodeEncodeError:
+            message, _ = well_formed(message)
+            body = _DIGEST_JSON(strip_persistence_fields(message)).encode("utf-8")
+    return hashlib.blake2b(body, digest_size=16).hexdigest(), message
 
 
 #: Fields count_message prices on their own (``refusal`` and ``audio`` through

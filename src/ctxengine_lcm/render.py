@@ -17,7 +17,7 @@ from typing import Any
 
 from ctxengine_host.contract.messages import content_text
 from ctxengine_host.json_text import json_dumper
-from ctxengine_host.tokens import message_digest
+from ctxengine_host.tokens import message_digest, versioned
 
 from .calls import calls_text
 from .store import NewMessage, StoredMessage, StoredSummary
@@ -73,7 +73,7 @@ def derived_uid(conversation_id: int, position: int, message: Message) -> str:
         json.dumps(
             [conversation_id, position, message.get("role"), content_text(message)],
             ensure_ascii=False,
-        ).encode()
+        ).encode("utf-8", "surrogatepass")  # a lone surrogate (see to_new_message) too
     )
     return digest.hexdigest()[:32]
 
@@ -85,7 +85,10 @@ def to_new_message(
     created_at: float,
     stub_tokens: int | None,
 ) -> NewMessage:
-    """Split ``message`` into stored columns; ``stub_tokens`` set means kept outside context."""
+    """Split ``message`` into stored columns; ``stub_tokens`` set means kept outside context.
+    A message whose text holds a lone surrogate is stored well-formed (no backend can
+    encode it), under the digest the original has."""
+    digest, message = versioned(message)
     content = message.get("content")
     calls = message.get("tool_calls") or []
     # Text content without tool calls (most messages) has no call text to decode.
@@ -113,7 +116,7 @@ def to_new_message(
         stub_tokens if stub_tokens is not None else token_count,  # context_tokens
         stub_tokens is not None,  # externalized
         created_at,
-        message_digest(message),
+        digest,
     )
 
 

@@ -228,3 +228,20 @@ def test_the_engines_tools_are_offered_and_run_in_the_session(tmp_path):
         assert refused["error"]["code"] == INVALID_PARAMS
     finally:
         assert client.close() == 0
+
+
+@pytest.mark.parametrize("engine", ["legacy", "lcm"])
+def test_half_of_a_character_from_the_gateway_comes_back_whole_or_repaired(tmp_path, engine):
+    """A TypeScript gateway truncating a tool output by UTF-16 units can cut an emoji in
+    two: the lone surrogate reaches the server as a JSON escape. The turn is stored (the
+    whole turn was refused: "cannot be stored as JSON text") and assembled with U+FFFD in
+    its place."""
+    client = StdioClient(tmp_path, engine)
+    turn = [user("list the tags \ud83d", 1), assistant("tags: \ud83d\u2026", 2)]
+    try:
+        client.call("afterTurn", sessionId="s7", newMessages=turn, prePromptMessageCount=0)
+        back = client.call("assemble", sessionId="s7", historyCount=2)["messages"]
+        assert json.dumps(back, ensure_ascii=False).count("\ufffd") == 2
+        assert client.call("status", sessionId="s7")
+    finally:
+        client.close()

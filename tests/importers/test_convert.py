@@ -65,6 +65,26 @@ def test_claude_code_session(tmp_path):
     assert "rewound" not in (tmp_path / "cc.jsonl").read_text()
 
 
+def test_half_of_a_character_cut_by_a_truncation_is_repaired_and_counted(tmp_path):
+    """Claude Code truncates long texts by UTF-16 units and can leave half of an emoji,
+    ``\\ud83d`` alone, in its session file (claude-code#56064): convert and replay
+    crashed on it (UTF-8 cannot encode it). It becomes U+FFFD, counted in the report."""
+    sample = (SAMPLES / "claude-code.jsonl").read_text()
+    cut = sample.replace("Let me look at the config.", "Let me look \\ud83d\u2026")
+    assert cut != sample
+    source = tmp_path / "cut.jsonl"
+    source.write_text(cut)
+    report = convert("claude-code", source, tmp_path / "cc.jsonl")
+    key = "lone UTF-16 surrogate replaced with U+FFFD (half of a character, cut by a truncation)"
+    assert report["repaired"][key] == 1
+    parsed = load_session(tmp_path / "cc.jsonl")
+    assert "Let me look \ufffd\u2026" in json.dumps(parsed.messages, ensure_ascii=False)
+    replayed = ctxengine("replay", str(source), "--from", "claude-code", "--engine", "lcm",
+                         "--context-length", "8000", "--json")  # fmt: skip
+    assert replayed.returncode == 0, replayed.stderr
+    assert json.loads(replayed.stdout)["summary"]["provider_calls"] >= 1
+
+
 def test_claude_code_results_of_parallel_calls(tmp_path):
     """Each result hangs on its own call's line (Claude Code 2.1): none is lost as a branch."""
     path = SAMPLES / "claude-code-parallel.jsonl"

@@ -183,8 +183,27 @@ def test_unstorable_text_is_a_clear_error(session):
         node = node["x"]
     with pytest.raises(ValidityError, match="cannot be stored as JSON"):
         session.add_messages([{"role": "user", "content": "hi", "metadata": deep}])
-    with pytest.raises(ValidityError, match="text encoding"):
-        session.add_user_message("bad \ud800 surrogate")
     assert session.host.store.rows("s") == []
     session.add_user_message("still fine")
     assert len(session.messages()) == 1
+
+
+def test_half_of_a_character_is_stored_and_sent_as_a_replacement_character(session, caplog):
+    """A tool that truncates by UTF-16 units cuts an emoji in two (real Claude Code session
+    files hold such a ``\\ud83d``): UTF-8 cannot encode it and providers refuse it. The
+    message is kept with U+FFFD in its place, said in a warning; the same message sent
+    again is known (its digest is the repaired one's), not stored twice."""
+    call = {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+    history = [
+        {"role": "user", "content": "list the tags", "message_uid": "u1"},
+        {"role": "assistant", "content": "", "tool_calls": [call], "message_uid": "u2"},
+        {"role": "tool", "tool_call_id": "c1", "content": "tags: \U0001f525 \ud83d…",
+         "message_uid": "u3"},
+    ]  # fmt: skip
+    session.add_messages(history)
+    assert "1 lone UTF-16 surrogate" in caplog.text
+    sent = session.build_request().messages[-1]["content"]
+    assert sent == "tags: \U0001f525 \ufffd…"
+    sent.encode("utf-8")
+    session.add_messages(history)  # a retry of the same turn
+    assert len(session.host.store.rows("s")) == 3

@@ -118,3 +118,16 @@ def test_mixed_shapes_in_a_file_are_errors_at_their_line():
 def test_a_bad_timestamp_in_a_file_is_an_error_at_its_line():
     parsed = parse_session(jsonl([{"role": "user", "content": "a", "timestamp": "soon"}]), "t")
     assert [(p.line, "neither ISO 8601" in p.message) for p in parsed.errors] == [(1, True)]
+
+
+def test_half_of_a_character_is_a_warning_on_its_line_and_read_well_formed():
+    """A lone surrogate (an emoji cut in two) in any shape: the message is read with U+FFFD
+    in its place, as the runtime stores and sends it, and the line is named."""
+    entries = [
+        {"role": "user", "content": "list the tags"},
+        {"role": "assistant", "content": [{"type": "text", "text": "tags: \ud83d\u2026"}]},
+    ]
+    parsed = parse_session(jsonl(entries), "cut.jsonl")
+    assert parsed.errors == []
+    assert [(w.line, "lone UTF-16 surrogate" in w.message) for w in parsed.warnings] == [(2, True)]
+    assert "tags: \ufffd\u2026" in json.dumps(parsed.messages, ensure_ascii=False)

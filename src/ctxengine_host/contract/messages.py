@@ -2,12 +2,48 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .models import PERSISTENCE_ONLY_FIELDS
 
 Message = dict[str, Any]
+
+#: A UTF-16 surrogate code point: in a Python string, only ever half of a character.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def well_formed(message: Message) -> tuple[Message, int]:
+    """``message`` with every lone UTF-16 surrogate in its keys and texts replaced by
+    U+FFFD, and how many were replaced (0: ``message`` itself, not a copy).
+
+    A JavaScript tool that truncates a text by length can cut an emoji in two, and its
+    JSON then holds ``\\ud83d`` alone (real Claude Code session files do): UTF-8 cannot
+    encode it, so no store can keep it, and providers refuse a request holding it."""
+    repaired, count = _repaired(message)
+    return (repaired, count) if count else (message, 0)
+
+
+def _repaired(value: Any) -> tuple[Any, int]:
+    if isinstance(value, str):
+        if not _SURROGATE.search(value):
+            return value, 0
+        # Two halves that do make a character are joined; a lone one becomes U+FFFD.
+        text = value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        return text, text.count("\ufffd") - value.count("\ufffd")
+    if isinstance(value, dict):
+        out: dict[Any, Any] = {}
+        total = 0
+        for key, item in value.items():
+            key, in_key = _repaired(key)
+            out[key], in_item = _repaired(item)
+            total += in_key + in_item
+        return out, total
+    if isinstance(value, list):
+        items = [_repaired(item) for item in value]
+        return [item for item, _ in items], sum(n for _, n in items)
+    return value, 0
 
 
 def strip_persistence_fields(message: Message) -> Message:

@@ -16,10 +16,12 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ..contract.messages import well_formed
 from ..contract.models import PERSISTENCE_ONLY_FIELDS
 from ..limits import check_nesting, loads_json
 from ..shapes import (
@@ -38,6 +40,8 @@ HEAD_ROLES = ("system", "developer")
 USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "total_tokens")
 GZIP_MAGIC = b"\x1f\x8b"
 SESSION_SUFFIXES = (".jsonl.gz", ".json.gz", ".jsonl", ".json", ".gz")
+#: The JSON escape of a UTF-16 surrogate (``\ud83d``), any case.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 #: Largest session text read, after decompression: a small gzip file can expand a
 #: thousandfold, and the whole text is held in memory.
 MAX_SESSION_BYTES = 256 * 2**20
@@ -219,8 +223,12 @@ def parse_session(text: str, source: str = "<session>") -> ParsedSession:
             _read_header(parsed, line, value, position)
         else:
             items.append((line, value))
+    # UTF-8 text holds a surrogate only as a JSON escape: without one, no message is checked.
+    escaped_surrogates = _SURROGATE_ESCAPE.search(text) is not None
     for line, message in _internal_messages(parsed, items):
         message = _check_message(parsed, line, message)
+        if message is not None and escaped_surrogates:
+            message = _without_lone_surrogates(parsed, line, message)
         if message is not None:
             usage = message.pop("usage", None)
             parsed.messages.append(message)
@@ -260,6 +268,23 @@ def _internal_messages(
         except ShapeError as exc:
             parsed.problems.append(Problem(line, str(exc)))
     return out + converter.flush()
+
+
+def _without_lone_surrogates(parsed: ParsedSession, line: int, message: Message) -> Message:
+    """``message`` with its lone UTF-16 surrogates made U+FFFD, as the runtime stores and
+    sends it, and a warning saying so."""
+    message, count = well_formed(message)
+    if count:
+        parsed.problems.append(
+            Problem(
+                line,
+                f"{count} lone UTF-16 surrogate(s): half of a character (an emoji a tool cut "
+                "in two when truncating its output); stored and sent as U+FFFD, as providers "
+                "refuse the request otherwise",
+                "warning",
+            )
+        )
+    return message
 
 
 def _summarize_unknown_fields(parsed: ParsedSession) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..contract.messages import strip_persistence_fields
+from ..contract.messages import strip_persistence_fields, well_formed
 from ..shapes import provider_copy
 from ..stores.transcript import StoredMessage, ToolCallPairing
 from ..tokens import TokenCounter, message_digest
@@ -77,12 +77,17 @@ def _says_the_same(message: Message, entry: LiveEntry) -> bool:
     """True when ``message`` is ``entry``'s version, persistence fields aside.
 
     Equal as a whole is equal without the persistence fields: the common case costs
-    one comparison and no stripped copies.
+    one comparison and no stripped copies. A message stored well-formed (its lone
+    surrogates made U+FFFD) is the version of the caller's copy that still holds them.
     """
     stored = entry.message
-    return message == stored or strip_persistence_fields(message) == strip_persistence_fields(
-        stored
-    )
+    if message == stored:
+        return True
+    bare = strip_persistence_fields(stored)
+    if strip_persistence_fields(message) == bare:
+        return True
+    repaired, count = well_formed(message)
+    return count > 0 and strip_persistence_fields(repaired) == bare
 
 
 class LiveView:

@@ -23,14 +23,14 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from ..contract.messages import strip_persistence_fields
+from ..contract.messages import strip_persistence_fields, well_formed
 from ..contract.models import RuntimeSettings
 from ..contract.usage import estimated_usage, normalize_usage
 from ..faults import fault_point
 from ..limits import InputLimitError, check_nesting, loads_json
 from ..shapes import ShapeError, ShapeReader, timestamp_problem, to_caller, unknown_fields
 from ..stores.transcript import StoredMessage, stamp_identities
-from ..tokens import message_digest
+from ..tokens import versioned
 from .assembly import RequestAssembler, system_head
 from .compaction import Compactor
 from .isolation import SKIPPED, EngineGuard
@@ -399,12 +399,20 @@ class Session:
         digests = []
         for offset, message in enumerate(stamped):
             try:
-                digests.append(message_digest(message))
-            except (RecursionError, ValueError) as exc:  # too deep, lone surrogates…
+                digest, kept = versioned(message)
+            except (RecursionError, ValueError) as exc:  # too deep
                 raise ValidityError(
                     f"message {base + offset} cannot be stored as JSON text "
                     f"({type(exc).__name__}: {exc}); flatten it or fix its text encoding"
                 ) from None
+            if kept is not message:
+                stamped[offset] = kept
+                log.warning(
+                    "session %s: message %d held %d lone UTF-16 surrogate(s) (half of a "
+                    "character, cut by a truncation); stored and sent as U+FFFD",
+                    self.session_id, base + offset, well_formed(message)[1],
+                )  # fmt: skip
+            digests.append(digest)
         row_ids = self.host.store.append_live(
             self.session_id, [(m, d, origin) for m, d in zip(stamped, digests, strict=True)], base
         )

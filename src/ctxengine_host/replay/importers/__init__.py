@@ -48,4 +48,5 @@ def import_file(path: str | Path, source_format: str) -> Imported:
             raise TranscriptError(f"no messages found; is this a {source_format} transcript?")
     except TranscriptError as exc:
         raise TranscriptError(f"{path} (as {source_format}): {exc}") from None
+    imported.repair_lone_surrogates()
     return imported

@@ -13,9 +13,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...contract.messages import well_formed
 from ..sessionfile import FORMAT_VERSION, HEADER_KEY
 
 Message = dict[str, Any]
+
+#: The repair of a text holding half of a character.
+LONE_SURROGATES = (
+    "lone UTF-16 surrogate replaced with U+FFFD (half of a character, cut by a truncation)"
+)
 
 
 class TranscriptError(ValueError):
@@ -36,6 +42,14 @@ class Imported:
     def drop(self, reason: str, count: int = 1) -> None:
         """Record something the session file cannot keep."""
         self.dropped[reason] += count
+
+    def repair_lone_surrogates(self) -> None:
+        """Replace each lone UTF-16 surrogate (half of an emoji the tool cut in two when
+        truncating a text; UTF-8 cannot encode it) with U+FFFD, counted."""
+        for index, message in enumerate(self.messages):
+            self.messages[index], count = well_formed(message)
+            if count:
+                self.repaired[LONE_SURROGATES] += count
 
     def header(self, source: str) -> dict[str, Any]:
         generator = {"name": "ctxengine convert", "from": self.source_format, "source": source}

@@ -1,6 +1,7 @@
-"""A NUL character in a message (a coding agent's tool output printing a path with an
-embedded null byte, as in a real mini-swe-agent session) is stored, searched, summarized
-and handed back on both backends: PostgreSQL text cannot hold it, and the ingest failed."""
+"""Text no backend can store as it is, on both backends: a NUL character (a coding
+agent's tool output printing a path with an embedded null byte, as in a real
+mini-swe-agent session; PostgreSQL text refuses it) and half of a character (a lone
+UTF-16 surrogate left by a truncation; UTF-8 cannot encode it). Each failed the ingest."""
 
 from __future__ import annotations
 
@@ -80,3 +81,27 @@ def test_an_archive_holding_nul_characters_imports_on_both_backends(tmp_path, da
     assert [json.loads(r["extra_json"]).get("content", r["content"]) for r in stored] == [
         "archived\x00words"
     ]
+
+
+def test_half_of_a_character_is_stored_well_formed_and_known_again(tmp_path, database):
+    """A framework hands the engine a tool output holding a lone surrogate (an emoji cut
+    in two by a truncation): UTF-8 cannot encode it, and the ingest failed on both
+    backends. It is stored with U+FFFD in its place, the context shows that, and the
+    caller's copy, still holding the half character, is the same version (not stored
+    again)."""
+    engine = make_engine(tmp_path, database=database, session="s")
+    cut = json.loads('{"role": "tool", "tool_call_id": "c1", "content": "tags \\ud83d\\u2026"}')
+    call = {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+    history = [
+        {"role": "user", "content": "list the tags \ud83d", "message_uid": uid()},
+        {"role": "assistant", "content": "", "tool_calls": [call], "message_uid": uid()},
+        {**cut, "message_uid": uid()},
+    ]
+    assert engine.ingest("s", history).count == 3
+    assert engine.ingest("s", history).count == 0
+    selected = engine.select_context(history, budget_tokens=6_000)
+    contents = [m.get("content") for m in selected.messages]
+    assert "tags \ufffd\u2026" in contents and "list the tags \ufffd" in contents
+    found = json.loads(engine.handle_tool_call("lcm_grep", {"pattern": "tags"}))
+    assert found["count"] == 2
+    engine.dispose()
