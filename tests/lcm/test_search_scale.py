@@ -113,14 +113,19 @@ def test_a_rare_word_overflowing_the_pools_finds_the_candidates_and_no_common_wo
     best of them): ranking a common word would read its every match (bm25's statistics),
     time in proportion to the history. The old fact, one of more `amber` matches than the
     pool holds and a long one (bm25 favours the short), is still in: it holds every word."""
-    engine = make_engine(
-        tmp_path, database=database, session="s", grep_rerank_pool=40, grep_relevance_window=100
-    )
     texts = [
         "PASS: the amber service key is K007Z after the rotation of every shard in the fleet",
         *(f"amber filler {n}" for n in range(60)),
         *(f"service key rotated {n}" for n in range(150)),
     ]
+    assert_amber_alone_ranked(tmp_path, database, monkeypatch, texts)
+
+
+def assert_amber_alone_ranked(tmp_path, database, monkeypatch, texts):
+    """Past a small pool and window, only ``amber`` finds candidates, and the fact wins."""
+    engine = make_engine(
+        tmp_path, database=database, session="s", grep_rerank_pool=40, grep_relevance_window=100
+    )
     searched, out = grep_recorded(engine, monkeypatch, texts)
     assert searched and all(expression == '"amber"' for expression in searched), searched
     assert "K007Z" in out["results"][0]["snippet"]
@@ -133,15 +138,9 @@ def test_a_word_in_more_than_half_of_the_texts_is_not_ranked_even_within_the_win
     """bm25 weighs a word in most texts at nothing (its IDF is floored near zero): ranking
     its every match only costs time (30 ms for "command" in a real coding session). The
     rare words still find the fact, which holds the common word too."""
-    engine = make_engine(
-        tmp_path, database=database, session="s", grep_rerank_pool=40, grep_relevance_window=100
-    )
     texts = [
         "PASS: the amber service answers K007Z",
         *(f"amber filler {n}" for n in range(30)),
         *(f"service rotated {n}" for n in range(60)),
     ]
-    searched, out = grep_recorded(engine, monkeypatch, texts)
-    assert searched and all(expression == '"amber"' for expression in searched), searched
-    assert "K007Z" in out["results"][0]["snippet"]
-    engine.dispose()
+    assert_amber_alone_ranked(tmp_path, database, monkeypatch, texts)

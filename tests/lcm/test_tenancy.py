@@ -142,8 +142,8 @@ def test_digests_agree_with_the_transcript(tmp_path, database):
     assert stored == transcript
 
 
-@pytest.mark.parametrize("old_field", ["missing", "empty"])
-def test_an_archive_without_digests_imports_with_them(tmp_path, old_field):
+def exported_archive(tmp_path: Path) -> dict:
+    """The LCM archive of session "s" after one exchange ("archived words") through a host."""
     from ctxengine_lcm.archive import LcmArchiver
 
     source = LcmArchiver({"database": str(tmp_path / "a.db")}, tmp_path)
@@ -153,6 +153,14 @@ def test_an_archive_without_digests_imports_with_them(tmp_path, old_field):
         store_id = host.store.store_id
     data = source.export_session("s", store_id)
     source.close()
+    return data
+
+
+@pytest.mark.parametrize("old_field", ["missing", "empty"])
+def test_an_archive_without_digests_imports_with_them(tmp_path, old_field):
+    from ctxengine_lcm.archive import LcmArchiver
+
+    data = exported_archive(tmp_path)
     for conversation in data["conversations"]:
         for message in conversation["messages"]:
             if old_field == "missing":

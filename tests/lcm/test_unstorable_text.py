@@ -8,8 +8,7 @@ from __future__ import annotations
 import json
 
 from conftest import make_engine, turn, uid
-from test_tenancy import exchange as host_exchange
-from test_tenancy import lcm_host
+from test_tenancy import exported_archive
 
 from ctxengine_lcm.archive import LcmArchiver
 
@@ -63,13 +62,7 @@ def test_a_nul_character_is_stored_found_summarized_and_given_back(tmp_path, dat
 def test_an_archive_holding_nul_characters_imports_on_both_backends(tmp_path, database):
     """A SQLite store written before kept NUL in the text column: its archive, imported
     into PostgreSQL (the migration path), keeps every message verbatim."""
-    source = LcmArchiver({"database": str(tmp_path / "a.db")}, tmp_path)
-    with lcm_host(tmp_path, "appA", str(tmp_path / "a.db")) as host:
-        with host.open_session("s") as session:
-            host_exchange(session, "archived words")
-        store_id = host.store.store_id
-    data = source.export_session("s", store_id)
-    source.close()
+    data = exported_archive(tmp_path)
     rows = data["conversations"][0]["messages"]
     row = next(r for r in rows if r["content"] == "archived words")
     row["content"], row["digest"] = "archived\x00words", ""
