@@ -131,3 +131,20 @@ def test_half_of_a_character_is_a_warning_on_its_line_and_read_well_formed():
     assert parsed.errors == []
     assert [(w.line, "lone UTF-16 surrogate" in w.message) for w in parsed.warnings] == [(2, True)]
     assert "tags: \ufffd\u2026" in json.dumps(parsed.messages, ensure_ascii=False)
+
+
+def test_replay_says_which_lines_it_repaired(tmp_path):
+    """The replay sends the repaired text: it says so on stderr, with the line."""
+    path = tmp_path / "cut.jsonl"
+    path.write_text(
+        jsonl(
+            [
+                {"role": "user", "content": "list the tags"},
+                {"role": "assistant", "content": "tags: \ud83d\u2026"},
+            ]
+        )
+    )
+    cmd = [sys.executable, "-m", "ctxengine_host.cli", "replay", str(path), "--json"]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert f"{path}:2: 1 lone UTF-16 surrogate" in done.stderr

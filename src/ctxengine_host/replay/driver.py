@@ -11,6 +11,7 @@ handling compacts and rebuilds it.
 from __future__ import annotations
 
 import gc
+import logging
 import tempfile
 import time
 import uuid
@@ -29,6 +30,10 @@ from .sessionfile import ParsedSession, SessionFileError, Turn, load_session, pr
 if TYPE_CHECKING:
     from ..runtime.host import ContextHost
     from ..runtime.session import ProviderRequest, Session, TurnReport
+
+log = logging.getLogger("ctxengine.replay")
+#: Warnings of the session file shown before a replay (``validate`` lists them all).
+WARNINGS_SHOWN = 10
 
 DEFAULT_MODEL = "gpt-4"
 DEFAULT_CONTEXT_LENGTH = 32_768
@@ -67,6 +72,7 @@ def replay_file(
         probes = _load_probes(path, session, options.probes_path)
     except SessionFileError as exc:
         raise ReplayInputError(str(exc)) from exc
+    _log_warnings(session, str(path))
     with on_one_core(options.one_core):
         if options.out_dir:
             store_dir = Path(options.out_dir)
@@ -74,6 +80,20 @@ def replay_file(
             return _replay(session, probes, options, store_dir / "transcripts.db", progress)
         with tempfile.TemporaryDirectory(prefix="ctxengine-replay-") as tmp:
             return _replay(session, probes, options, Path(tmp) / "transcripts.db", progress)
+
+
+def _log_warnings(session: ParsedSession, source: str) -> None:
+    """The session file's warnings (a repaired text among them: the replay sends what
+    the file holds only after that repair), the first ``WARNINGS_SHOWN`` of them."""
+    warnings = session.warnings
+    for problem in warnings[:WARNINGS_SHOWN]:
+        where = f"{source}:{problem.line}" if problem.line else source
+        log.warning("%s: %s", where, problem.message)
+    if len(warnings) > WARNINGS_SHOWN:
+        log.warning(
+            "%s: %d more warnings (run `ctxengine validate %s`)",
+            source, len(warnings) - WARNINGS_SHOWN, source,
+        )  # fmt: skip
 
 
 def _load(path: str | Path, source_format: str | None) -> ParsedSession:
