@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from ctxengine_host.contract.messages import well_formed
 from ctxengine_host.contract.usage import UsageError, normalize_usage
 from ctxengine_host.runtime.session import BudgetError
 from ctxengine_host.runtime.validity import (
@@ -12,6 +13,7 @@ from ctxengine_host.runtime.validity import (
     repair,
     sequence_problems,
 )
+from ctxengine_host.tokens import message_digest, versioned
 
 from .driver import tool_call
 from .engines import QuietEngine
@@ -207,3 +209,21 @@ def test_half_of_a_character_is_stored_and_sent_as_a_replacement_character(sessi
     sent.encode("utf-8")
     session.add_messages(history)  # a retry of the same turn
     assert len(session.host.store.rows("s")) == 3
+
+
+@pytest.mark.parametrize(
+    ("text", "repaired", "found"),
+    [
+        ("cut \ud83d", "cut \ufffd", 1),  # the high half alone
+        ("\udc00 low", "\ufffd low", 1),
+        ("pair \ud83d\ude00 as two code points", "pair \U0001f600 as two code points", 2),
+        ("whole \U0001f600 and \ufffd", "whole \U0001f600 and \ufffd", 0),
+    ],
+)
+def test_well_formed_replaces_or_joins_halves_and_keeps_the_digest(text, repaired, found):
+    message = {"role": "user", "content": [{"type": "text", "text": text}], "tags": (text,)}
+    fixed, count = well_formed(message)
+    assert count == 2 * found and fixed["content"][0]["text"] == repaired == fixed["tags"][0]
+    assert (fixed is message) == (found == 0)
+    digest, kept = versioned(message)
+    assert kept == fixed and digest == message_digest(fixed)

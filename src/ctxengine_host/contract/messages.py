@@ -16,7 +16,8 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 def well_formed(message: Message) -> tuple[Message, int]:
     """``message`` with every lone UTF-16 surrogate in its keys and texts replaced by
-    U+FFFD, and how many were replaced (0: ``message`` itself, not a copy).
+    U+FFFD (two that make a character joined into it), and how many surrogates were
+    found (0: ``message`` itself, not a copy).
 
     A JavaScript tool that truncates a text by length can cut an emoji in two, and its
     JSON then holds ``\\ud83d`` alone (real Claude Code session files do): UTF-8 cannot
@@ -27,11 +28,11 @@ def well_formed(message: Message) -> tuple[Message, int]:
 
 def _repaired(value: Any) -> tuple[Any, int]:
     if isinstance(value, str):
-        if not _SURROGATE.search(value):
+        found = len(_SURROGATE.findall(value))
+        if not found:
             return value, 0
         # Two halves that do make a character are joined; a lone one becomes U+FFFD.
-        text = value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-        return text, text.count("\ufffd") - value.count("\ufffd")
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace"), found
     if isinstance(value, dict):
         out: dict[Any, Any] = {}
         total = 0
@@ -40,7 +41,7 @@ def _repaired(value: Any) -> tuple[Any, int]:
             out[key], in_item = _repaired(item)
             total += in_key + in_item
         return out, total
-    if isinstance(value, list):
+    if isinstance(value, list | tuple):
         items = [_repaired(item) for item in value]
         return [item for item, _ in items], sum(n for _, n in items)
     return value, 0
