@@ -98,6 +98,42 @@ def test_claude_code_results_of_parallel_calls(tmp_path):
     assert "rewound" not in (tmp_path / "cc.jsonl").read_text()
 
 
+def test_claude_code_answers_split_by_results_and_a_compaction_lose_nothing(tmp_path):
+    """Seen in real Claude Code 2.1 sessions, each of which lost messages before: the chain
+    goes on from the result of a middle call (the third call and its result were dropped
+    as a branch), a call's line hangs on a hook's progress line, a fast tool's result is
+    written between two lines of one answer (it became two answers), and the compaction
+    boundary names a parent that is not in the file (everything before it was dropped:
+    the opening prompt with it). Claude Code's own summary is reported, not kept."""
+    report = convert("claude-code", SAMPLES / "claude-code-compacted.jsonl", tmp_path / "cc.jsonl")
+    parsed = load_session(tmp_path / "cc.jsonl")
+    assert roles(parsed) == [
+        "user", "assistant", "tool", "tool", "tool", "assistant", "tool", "tool",
+        "assistant", "user", "assistant",
+    ]  # fmt: skip
+    assert parsed.messages[0]["content"] == "The cart total is off by one cent; find out why."
+    calls = [[c["id"] for c in m.get("tool_calls") or []] for m in parsed.messages]
+    assert calls[1] == ["toolu_c1", "toolu_c2", "toolu_c3"]
+    assert calls[5] == ["toolu_c4", "toolu_c5"]
+    results = {m["tool_call_id"]: m["content"] for m in parsed.messages if m["role"] == "tool"}
+    assert set(results) == {f"toolu_c{n}" for n in range(1, 6)}
+    assert "ROUND_MARKER_7731" in results["toolu_c3"]
+    assert "This session is being continued" not in (tmp_path / "cc.jsonl").read_text()
+    summaries = "Claude Code's own compaction summaries (the history is kept)"
+    assert report["dropped"][summaries] == 1
+    assert "messages on abandoned branches (rewinds, edits)" not in report["dropped"]
+    assert report["repaired"] == {}
+
+
+def test_a_claude_code_sub_agent_file_converts(tmp_path):
+    """A sub-agent's own file (``<session>/subagents/agent-*.jsonl``) has only sidechain
+    lines: it was refused as holding no messages."""
+    report = convert("claude-code", SAMPLES / "claude-code-subagent.jsonl", tmp_path / "sa.jsonl")
+    parsed = load_session(tmp_path / "sa.jsonl")
+    assert roles(parsed) == ["user", "assistant", "tool", "assistant"]
+    assert "sub-agent (sidechain) messages" not in report["dropped"]
+
+
 def test_codex_rollout(tmp_path):
     report = convert("codex", SAMPLES / "codex-rollout.jsonl", tmp_path / "codex.jsonl")
     parsed = load_session(tmp_path / "codex.jsonl")

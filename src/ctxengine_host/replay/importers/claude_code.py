@@ -3,16 +3,26 @@
 Each ``user`` / ``assistant`` line carries one API message (``message``) with the
 line's ``uuid``, ``parentUuid`` and ``timestamp``; one assistant answer is written as
 several lines (one per content block) sharing ``message.id``, and they are joined
-again. The conversation is the chain of ``parentUuid`` links ending at the last
-message (``logicalParentUuid`` bridges a compaction boundary), so branches left by
-rewinds and edits are not mixed in; sub-agent lines (``isSidechain``) belong to other
-conversations. The result of a call hangs on the line of that call, so when an answer
-makes several calls the results of all but the last sit beside the chain: they are taken
-back in. Thinking blocks are kept with their signatures.
+again, also where a fast tool's result was written between two of them. The
+conversation is the chain of ``parentUuid`` links ending at the last message, so branches
+left by rewinds and edits are not mixed in. A compaction boundary links to the message
+before it by ``logicalParentUuid``; where that message is not in the file, the chain goes
+on from the last message written before the boundary. Claude Code's own compaction
+summary is dropped (reported): the engine under test sees the history it summarized.
+
+The chain runs through one line of each answer and one result of its calls (which ones
+depends on the order the tools finished in), so the answer's other lines and the results
+of its other calls sit beside it: an answer's lines are taken back by ``message.id``, and
+a result-only line by the open call it answers. Thinking blocks are kept with their
+signatures. Sub-agent lines (``isSidechain``) belong to other conversations, but for a
+sub-agent's own file (``<session>/subagents/agent-*.jsonl``), where every line is one. A
+line off the chain whose parent is not in the file (a compaction agent's file starts with
+lines of the main session's) is reported apart from the abandoned branches.
 """
 
 from __future__ import annotations
 
+import bisect
 from typing import Any
 
 from .base import Imported, TranscriptError, read_json_or_jsonl
@@ -35,84 +45,152 @@ def read(text: str) -> Imported:
     for v in lines:
         if v not in talk:
             imported.drop(f"'{v.get('type')}' lines (not messages)")
-    main = [v for v in talk if not v.get("isSidechain")]
+    main = [v for v in talk if not v.get("isSidechain")] or talk  # else a sub-agent's file
     if len(main) < len(talk):
         imported.drop("sub-agent (sidechain) messages", len(talk) - len(main))
     if not main:
         raise TranscriptError("no user or assistant message lines; is this a Claude Code session?")
-    chain = _chain(main[-1], by_uuid)
-    chain |= _results_beside(main, chain, by_uuid)
+    chain = _chain(main[-1], by_uuid, _Preceding(lines, main))
+    chain |= _answers_beside(main, chain)
+    chain |= _results_beside(main, chain)
     current = [v for v in main if id(v) in chain]
-    if len(current) < len(main):
-        imported.drop("messages on abandoned branches (rewinds, edits)", len(main) - len(current))
-    previous_id = None
+    for line in main:
+        if id(line) not in chain:
+            parent = line.get("parentUuid")
+            orphan = isinstance(parent, str) and parent not in by_uuid
+            imported.drop(
+                "messages whose parent line is not in the file (another file's context)"
+                if orphan
+                else "messages on abandoned branches (rewinds, edits)"
+            )
     for line in current:
+        if line.get("isCompactSummary"):
+            imported.drop("Claude Code's own compaction summaries (the history is kept)")
+            continue
         if set(line) - LINE_FIELDS:
             imported.drop("Claude Code line metadata (cwd, version, git branch, tool copies)")
-        message = line["message"]
         if line["type"] == "assistant":
-            blocks = _blocks(message.get("content"), ASSISTANT_BLOCKS, imported)
-            last = imported.messages[-1] if imported.messages else None
-            same_message = previous_id and message.get("id") == previous_id
-            if same_message and last is not None and last["role"] == "assistant":
-                last["content"].extend(blocks)
-                continue
-            previous_id = message.get("id")
-            if blocks:
-                imported.messages.append(
-                    {"role": "assistant", "content": blocks, "timestamp": line.get("timestamp")}
-                )
-            continue
-        previous_id = None
-        content = message.get("content")
-        if isinstance(content, list):
-            content = _blocks(content, USER_BLOCKS, imported)
-        last = imported.messages[-1] if imported.messages else None
-        if last is not None and last["role"] == "user":  # one line per tool result: rejoin
-            last["content"] = _results_first(_as_blocks(last["content"]) + _as_blocks(content))
-            continue
-        imported.messages.append(
-            {"role": "user", "content": content, "timestamp": line.get("timestamp")}
-        )
+            _add_answer_line(imported, line)
+        else:
+            _add_user_line(imported, line)
     for message in imported.messages:
+        message.pop("_answer_id", None)
         if message.get("timestamp") is None:
             message.pop("timestamp", None)
     pair_anthropic(imported)
     return imported
 
 
-def _chain(last: dict[str, Any], by_uuid: dict[str, dict[str, Any]]) -> set[int]:
-    """ids of the lines on the path from ``last`` back to the start."""
+def _add_answer_line(imported: Imported, line: dict[str, Any]) -> None:
+    """An assistant line: a new message, or more blocks of the answer it belongs to (the
+    last assistant message, with at most the results of its calls written after it)."""
+    message = line["message"]
+    blocks = _blocks(message.get("content"), ASSISTANT_BLOCKS, imported)
+    answer_id = message.get("id")
+    answer = _open_answer(imported.messages)
+    if answer_id and answer is not None and answer.get("_answer_id") == answer_id:
+        answer["content"].extend(blocks)
+        return
+    if blocks:
+        imported.messages.append(
+            {
+                "role": "assistant",
+                "content": blocks,
+                "timestamp": line.get("timestamp"),
+                "_answer_id": answer_id,
+            }
+        )
+
+
+def _open_answer(messages: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The last assistant message when nothing but results of calls follows it."""
+    for message in reversed(messages):
+        if message["role"] == "assistant":
+            return message
+        if not _only_results(message["content"]):
+            return None
+    return None
+
+
+def _add_user_line(imported: Imported, line: dict[str, Any]) -> None:
+    """A user line: a new message, or more blocks of the user message it follows (Claude
+    Code writes one line per tool result)."""
+    content = line["message"].get("content")
+    if isinstance(content, list):
+        content = _blocks(content, USER_BLOCKS, imported)
+    last = imported.messages[-1] if imported.messages else None
+    if last is not None and last["role"] == "user":
+        last["content"] = _results_first(_as_blocks(last["content"]) + _as_blocks(content))
+        return
+    message = {"role": "user", "content": content, "timestamp": line.get("timestamp")}
+    imported.messages.append(message)
+
+
+def _only_results(content: Any) -> bool:
+    return (
+        isinstance(content, list)
+        and bool(content)
+        and all(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+    )
+
+
+class _Preceding:
+    """The last message line written before a given line (file order)."""
+
+    def __init__(self, lines: list[dict[str, Any]], messages: list[dict[str, Any]]) -> None:
+        self._position = {id(v): n for n, v in enumerate(lines)}
+        self._messages = messages
+        self._positions = [self._position[id(v)] for v in messages]
+
+    def before(self, line: dict[str, Any]) -> dict[str, Any] | None:
+        at = bisect.bisect_left(self._positions, self._position[id(line)])
+        return self._messages[at - 1] if at else None
+
+
+def _chain(
+    last: dict[str, Any], by_uuid: dict[str, dict[str, Any]], preceding: _Preceding
+) -> set[int]:
+    """ids of the lines on the path from ``last`` back to the start. A compaction boundary
+    whose ``logicalParentUuid`` is not in the file goes on from the message before it."""
     seen: set[int] = set()
     node: dict[str, Any] | None = last
     while node is not None and id(node) not in seen:
         seen.add(id(node))
         parent = node.get("parentUuid") or node.get("logicalParentUuid")
-        node = by_uuid.get(parent) if isinstance(parent, str) else None
+        found = by_uuid.get(parent) if isinstance(parent, str) else None
+        if found is None and node.get("logicalParentUuid"):
+            found = preceding.before(node)
+        node = found
     return seen
 
 
-def _results_beside(
-    main: list[dict[str, Any]], chain: set[int], by_uuid: dict[str, dict[str, Any]]
-) -> set[int]:
-    """ids of the result-only lines hung on a chain line that answer chain calls left open.
+def _answers_beside(main: list[dict[str, Any]], chain: set[int]) -> set[int]:
+    """ids of the assistant lines off the chain that belong to an answer on it (the same
+    ``message.id``): the other blocks of that one model response, never a branch."""
+    answers = {v["message"].get("id") for v in main if id(v) in chain and v["type"] == "assistant"}
+    answers.discard(None)
+    return {
+        id(v)
+        for v in main
+        if v["type"] == "assistant" and id(v) not in chain and v["message"].get("id") in answers
+    }
 
-    Claude Code writes the calls of one answer as a chain of lines and each result under
-    its own call's line, so only the last call's result continues the chain. A line of an
-    abandoned branch never answers a call the chain leaves open, so none is taken back.
-    """
+
+def _results_beside(main: list[dict[str, Any]], chain: set[int]) -> set[int]:
+    """ids of the result-only lines off the chain that answer the chain's open calls.
+
+    Claude Code writes each result under its own call's line, so only one result of an
+    answer's calls continues the chain. A line of an abandoned branch never answers a
+    call the chain leaves open, so none is taken back."""
     on_chain = [v for v in main if id(v) in chain]
     called = {b.get("id") for v in on_chain for b in _typed(v, "tool_use")}
     answered = {b.get("tool_use_id") for v in on_chain for b in _typed(v, "tool_result")}
     beside: set[int] = set()
     for line in main:
-        parent = by_uuid.get(line.get("parentUuid") or "")
-        if id(line) in chain or parent is None or id(parent) not in chain:
+        if id(line) in chain:
             continue
-        content = line["message"].get("content")
-        results = _typed(line, "tool_result")
-        ids = {b.get("tool_use_id") for b in results}
-        if results and len(results) == len(content) and ids <= called - answered:
+        ids = {b.get("tool_use_id") for b in _typed(line, "tool_result")}
+        if _only_results(line["message"].get("content")) and ids <= called - answered:
             beside.add(id(line))
             answered |= ids
     return beside
