@@ -196,6 +196,69 @@ def test_openhands_command_without_output_keeps_its_outcome(tmp_path):
     )
 
 
+def test_openhands_prompt_based_codeact_run_keeps_the_task_and_the_commands(tmp_path):
+    """An OpenHands export of 2024 (flat events, no ``source``, commands written in the
+    model's text): the task became an empty assistant message and every command and its
+    output were dropped, leaving an empty session."""
+    report = convert("openhands", SAMPLES / "openhands-v0-codeact.jsonl", tmp_path / "oh.jsonl")
+    parsed = load_session(tmp_path / "oh.jsonl")
+    assert roles(parsed) == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
+    assert parsed.messages[0]["content"].startswith("Please fix the following issue")
+    run = parsed.messages[1]
+    assert run["content"] == "I'll look for the port setting first."
+    (call,) = run["tool_calls"]
+    assert call["function"]["name"] == "run"
+    assert json.loads(call["function"]["arguments"]) == {
+        "command": "grep -rn port /workspace/exporter.yaml"
+    }
+    assert parsed.messages[2]["tool_call_id"] == call["id"]
+    assert "port: 46942" in parsed.messages[2]["content"]
+    assert "yaml.safe_load" in parsed.messages[3]["tool_calls"][0]["function"]["arguments"]
+    assert parsed.messages[5]["content"].startswith("The exporter is configured for 46942")
+    assert report["repaired"] == {
+        "message actions without a source (the first is the user's, then the agent's)": 1
+    }
+    assert report["dropped"] == {}
+
+
+def test_openhands_context_and_errors_the_model_saw_are_kept(tmp_path):
+    """OpenHands shows the model a workspace context (``recall``) and an error that
+    answers no call as user text; both were dropped as unseen."""
+    events = json.loads((SAMPLES / "openhands-v0.json").read_text())
+    recall = {
+        "id": 90, "source": "environment", "observation": "recall", "content": "Added context",
+        "extras": {"recall_type": "workspace_context", "repo_name": "",
+                   "runtime_hosts": {"http://localhost:50111": 50111}, "date": "2025-06-04"},
+    }  # fmt: skip
+    error = {
+        "id": 91,
+        "source": "agent",
+        "observation": "error",
+        "message": "",
+        "content": "Parameter 'command' is expected to be one of ['view', 'create']",
+    }
+    source = tmp_path / "events.json"
+    source.write_text(json.dumps([*events[:2], recall, *events[2:], error]))
+    report = convert("openhands", source, tmp_path / "oh.jsonl")
+    parsed = load_session(tmp_path / "oh.jsonl")
+    users = [m["content"] for m in parsed.messages if m["role"] == "user"]
+    assert any("localhost:50111" in text and "2025-06-04" in text for text in users)
+    assert users[-1] == error["content"]
+    assert not any("recall" in reason or "error" in reason for reason in report["dropped"])
+
+
+def test_an_openhands_output_file_of_several_runs_is_refused_with_the_fix(tmp_path):
+    """An evaluation's ``output.jsonl`` holds one run per line; they were merged into one
+    conversation (the later runs' system prompts became user text)."""
+    run = (SAMPLES / "openhands-v0-codeact.jsonl").read_text().strip()
+    source = tmp_path / "output.jsonl"
+    source.write_text(f"{run}\n{run}\n")
+    done = ctxengine("convert", "--from", "openhands", str(source), str(tmp_path / "oh.jsonl"))
+    assert done.returncode == 2
+    assert "holds 2 runs" in done.stderr and "convert each line on its own" in done.stderr
+    assert not (tmp_path / "oh.jsonl").exists()
+
+
 def test_replay_reads_a_transcript_directly(tmp_path):
     done = ctxengine(
         "replay", "--engine", "legacy", "--from", "claude-code",

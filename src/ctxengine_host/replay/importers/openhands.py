@@ -7,41 +7,83 @@ Two event layouts are read, from a JSON list, ``{"events"|"history": [...]}`` or
   "content", "cause", "extras", "tool_call_metadata"}``. An action made by a tool call
   (``tool_call_metadata``) is a call, grouped with the other calls of the same model
   response; its observation is the tool result. ``message`` actions are user or
-  assistant text; ``system`` the system prompt.
+  assistant text; ``system`` the system prompt. Older exports (prompt-based CodeAct,
+  2024) write an event's fields flat, without ``args`` or ``source``, and actions
+  without tool calls (the model wrote the command in its text): such an action is a call
+  of its own (id ``openhands-N``) and the next observation its result. What OpenHands'
+  conversation memory shows the model as user text is kept as such: a workspace
+  context (``recall`` observation) and an error that answers no call.
 * V1 (agent SDK events with ``kind``): ``SystemPromptEvent``, ``MessageEvent``
   (``llm_message``), ``ActionEvent`` (``tool_call``, grouped by ``llm_response_id``),
   ``ObservationEvent`` / ``AgentErrorEvent`` / ``UserRejectObservation`` (results).
 
-State changes, condensations and other events the model never saw are counted.
+State changes, condensations and other events the model never saw are counted. An
+evaluation's ``output.jsonl`` holds one run per line: one is converted at a time.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from .base import Imported, TranscriptError, arguments_text, read_json_or_jsonl, text_of
 from .pairing import pair_chat
 
 V1_RESULTS = ("ObservationEvent", "AgentErrorEvent", "UserRejectObservation")
+#: V0 events the model never saw (state changes, the memory's own look-up request).
+V0_UNSEEN = frozenset({"change_agent_state", "agent_state_changed", "null", "recall"})
+#: V0 action fields that are bookkeeping, not what the model asked for.
+V0_BOOKKEEPING = frozenset(
+    {
+        "action", "thought", "is_confirmed", "action_risk", "security_risk", "keep_prompt",
+        "confirmation_state", "hidden", "blocking", "is_input", "kernel_init_code",
+        "images_urls", "wait_for_response", "id", "timestamp", "source", "message", "cause",
+        "tool_call_metadata", "llm_metrics", "args", "include_extra",
+    }
+)  # fmt: skip
+#: The repair of a V0 message action that names no source.
+ROLE_FROM_PLACE = "message actions without a source (the first is the user's, then the agent's)"
+
+
+@dataclass
+class _Reading:
+    """What one pass over the events carries from event to event."""
+
+    #: (model response id, its assistant message), for the calls of one response.
+    group: tuple[Any, dict[str, Any]] | None = None
+    #: Ids of the calls made for actions without one, waiting for their observation.
+    waiting: list[str] = field(default_factory=list)
+    #: Whether the agent has spoken (a message without a source is then the agent's).
+    agent_spoke: bool = False
 
 
 def read(text: str) -> Imported:
     imported = Imported("openhands", "chat")
     events: list[Any] = []
+    runs: list[Any] = []
     for _, value in read_json_or_jsonl(text, "OpenHands events"):
         if isinstance(value, dict):
             inner = value.get("events") or value.get("history")
+            if isinstance(inner, list):
+                runs.append(value.get("instance_id", len(runs) + 1))
             events.extend(inner if isinstance(inner, list) else [value])
         elif isinstance(value, list):
             events.extend(value)
+    if len(runs) > 1:
+        shown = ", ".join(map(str, runs[:5])) + (", …" if len(runs) > 5 else "")
+        raise TranscriptError(
+            f"holds {len(runs)} runs ({shown}), and a session file is one conversation: "
+            "convert each line on its own, e.g. sed -n 2p output.jsonl > run2.jsonl"
+        )
     if not events:
         raise TranscriptError("no events; an OpenHands export is a list of events")
-    group: tuple[Any, dict[str, Any]] | None = None  # (response id, assistant message)
+    state = _Reading()
     for index, event in enumerate(events):
         if not isinstance(event, dict):
             raise TranscriptError(f"event {index}: expected a JSON object")
-        made, group = (_v1 if "kind" in event else _v0)(event, group, imported)
+        made = (_v1 if "kind" in event else _v0)(event, index, state, imported)
         imported.messages.extend(made)
+        state.agent_spoke = state.agent_spoke or any(m["role"] == "assistant" for m in made)
     pair_chat(imported)
     return imported
 
@@ -52,19 +94,23 @@ def _stamp(message: dict[str, Any], event: dict[str, Any]) -> dict[str, Any]:
     return message
 
 
-def _call(group, response_id, call: dict[str, Any], text: str, event) -> tuple[list, Any]:
+def _call(state: _Reading, response_id: Any, call: dict[str, Any], text: str, event) -> list:
     """Add a tool call to the assistant message of its model response (a new one if needed)."""
-    if group is not None and response_id is not None and group[0] == response_id:
-        group[1]["tool_calls"].append(call)
-        return [], group
+    if state.group is not None and response_id is not None and state.group[0] == response_id:
+        state.group[1]["tool_calls"].append(call)
+        return []
     message = _stamp({"role": "assistant", "content": text or None, "tool_calls": [call]}, event)
-    return [message], (response_id, message)
+    state.group = (response_id, message)
+    return [message]
 
 
-def _v0(event: dict[str, Any], group, imported: Imported) -> tuple[list, Any]:
+def _v0(event: dict[str, Any], index: int, state: _Reading, imported: Imported) -> list:
     meta = event.get("tool_call_metadata") or {}
     if "action" in event:
-        action, args = event["action"], event.get("args") or {}
+        action = event["action"]
+        # Older exports write the fields flat, without ``args``.
+        given = event.get("args")
+        args: dict[str, Any] = given if isinstance(given, dict) else event
         if meta.get("tool_call_id"):
             response = meta.get("model_response") or {}
             arguments = _arguments_from_response(response, meta["tool_call_id"])
@@ -76,26 +122,89 @@ def _v0(event: dict[str, Any], group, imported: Imported) -> tuple[list, Any]:
                     "arguments": arguments if arguments is not None else arguments_text(args),
                 },
             }
-            return _call(group, response.get("id"), call, str(args.get("thought") or ""), event)
+            return _call(state, response.get("id"), call, str(args.get("thought") or ""), event)
+        if action in V0_UNSEEN:
+            imported.drop(f"'{action}' actions without a tool call")
+            return []
+        state.group = None
         if action == "message":
-            role = "user" if event.get("source") == "user" else "assistant"
-            text = args.get("content", event.get("message", ""))
-            return [_stamp({"role": role, "content": text}, event)], None
+            return [_stamp(_message(event, args, state, imported), event)]
         if action == "system":
-            return [_stamp({"role": "system", "content": args.get("content", "")}, event)], None
-        imported.drop(f"'{action}' actions without a tool call")
-        return [], group
+            return [_stamp({"role": "system", "content": args.get("content", "")}, event)]
+        if action == "finish":
+            text = str(args.get("thought") or args.get("final_thought") or "")
+            return [_stamp({"role": "assistant", "content": text}, event)] if text else []
+        return _written_call(event, index, action, args, state)
     if "observation" in event:
+        kind = event["observation"]
         if meta.get("tool_call_id"):
-            # a command with no output still told the model how it ended (exit code);
-            # the event's one-line message carries that, its empty content does not
-            text = str(event.get("content") or event.get("message") or "")
-            result = {"role": "tool", "tool_call_id": meta["tool_call_id"], "content": text}
-            return [_stamp(result, event)], group
-        imported.drop(f"'{event['observation']}' observations without a tool call")
-        return [], group
+            result = {"role": "tool", "tool_call_id": meta["tool_call_id"], "content": _said(event)}
+            return [_stamp(result, event)]
+        if kind == "recall":
+            context = _workspace_context(event.get("extras"))
+            return [_stamp({"role": "user", "content": context}, event)] if context else []
+        if state.waiting and kind not in V0_UNSEEN:
+            result = {"role": "tool", "tool_call_id": state.waiting.pop(0), "content": _said(event)}
+            return [_stamp(result, event)]
+        if kind == "error":
+            return [_stamp({"role": "user", "content": _said(event)}, event)]
+        imported.drop(f"'{kind}' observations without a tool call")
+        return []
     imported.drop("events that are neither actions nor observations")
-    return [], group
+    return []
+
+
+def _message(
+    event: dict[str, Any], args: dict[str, Any], state: _Reading, imported: Imported
+) -> dict[str, Any]:
+    """A ``message`` action as a Chat message; without a source, its role from its place."""
+    text = args.get("content", event.get("message", ""))
+    source = event.get("source")
+    if source is None:
+        imported.repaired[ROLE_FROM_PLACE] += 1
+        agent = state.agent_spoke or bool(args.get("wait_for_response"))
+        return {"role": "assistant" if agent else "user", "content": text}
+    return {"role": "user" if source == "user" else "assistant", "content": text}
+
+
+def _written_call(
+    event: dict[str, Any], index: int, action: str, args: dict[str, Any], state: _Reading
+) -> list:
+    """An action the model wrote in its text (no tool call): a call of its own, answered by
+    the next observation."""
+    call_id = f"openhands-{event.get('id', index)}"
+    state.waiting.append(call_id)
+    payload = {k: v for k, v in args.items() if k not in V0_BOOKKEEPING}
+    call = {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": action, "arguments": arguments_text(payload)},
+    }
+    message = {
+        "role": "assistant",
+        "content": str(args.get("thought") or "") or None,
+        "tool_calls": [call],
+    }
+    return [_stamp(message, event)]
+
+
+def _said(event: dict[str, Any]) -> str:
+    """An observation's text: a command with no output still told the model how it ended
+    (exit code), which the event's one-line message carries and its empty content does not."""
+    return str(event.get("content") or event.get("message") or "")
+
+
+def _workspace_context(extras: Any) -> str:
+    """The text fields of a workspace-context recall, which OpenHands' memory shows the
+    model as a user message (repository, runtime, instructions, triggered knowledge)."""
+    if not isinstance(extras, dict):
+        return ""
+    parts = []
+    for key, value in extras.items():
+        if key == "recall_type" or value in ("", None, [], {}):
+            continue
+        parts.append(f"{key}: {value if isinstance(value, str) else arguments_text(value)}")
+    return "\n".join(parts)
 
 
 def _arguments_from_response(response: dict[str, Any], call_id: str) -> str | None:
@@ -107,16 +216,18 @@ def _arguments_from_response(response: dict[str, Any], call_id: str) -> str | No
     return None
 
 
-def _v1(event: dict[str, Any], group, imported: Imported) -> tuple[list, Any]:
+def _v1(event: dict[str, Any], index: int, state: _Reading, imported: Imported) -> list:
     kind = event["kind"]
     if kind == "SystemPromptEvent":
         prompt = event.get("system_prompt")
         text = prompt.get("text", "") if isinstance(prompt, dict) else text_of(prompt)
-        return [_stamp({"role": "system", "content": text}, event)], None
+        state.group = None
+        return [_stamp({"role": "system", "content": text}, event)]
     if kind == "MessageEvent":
         message = event.get("llm_message") or {}
         role = message.get("role") or ("user" if event.get("source") == "user" else "assistant")
-        return [_stamp({"role": role, "content": text_of(message.get("content"))}, event)], None
+        state.group = None
+        return [_stamp({"role": role, "content": text_of(message.get("content"))}, event)]
     if kind == "ActionEvent":
         tool_call = event.get("tool_call") or {}
         function = tool_call.get("function") or tool_call
@@ -131,7 +242,7 @@ def _v1(event: dict[str, Any], group, imported: Imported) -> tuple[list, Any]:
         thought = text_of(event.get("thought"))
         if event.get("reasoning_content") or event.get("thinking_blocks"):
             imported.drop("reasoning content of actions (no Chat form)")
-        return _call(group, event.get("llm_response_id"), call, thought, event)
+        return _call(state, event.get("llm_response_id"), call, thought, event)
     if kind in V1_RESULTS:
         observation = event.get("observation")
         if kind == "AgentErrorEvent":
@@ -143,6 +254,6 @@ def _v1(event: dict[str, Any], group, imported: Imported) -> tuple[list, Any]:
         else:
             text = text_of(observation)
         result = {"role": "tool", "tool_call_id": event.get("tool_call_id"), "content": text}
-        return [_stamp(result, event)], group
+        return [_stamp(result, event)]
     imported.drop(f"'{kind}' events (not seen by the model)")
-    return [], group
+    return []
