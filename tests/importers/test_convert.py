@@ -152,6 +152,92 @@ def test_codex_rollout(tmp_path):
     assert report["dropped"]["'event_msg' lines (run metadata and UI events)"] == 2
 
 
+def test_codex_typescript_rollout(tmp_path):
+    """The TypeScript Codex CLI (0.1.x, spring 2025) wrote one JSON document per session;
+    it was read as one unknown item: "no messages found"."""
+    path = SAMPLES / "codex-typescript-rollout.json"
+    report = convert("codex", path, tmp_path / "ts.jsonl")
+    parsed = load_session(tmp_path / "ts.jsonl")
+    assert roles(parsed) == ["user", "assistant", "tool", "assistant"]
+    assert parsed.messages[1]["tool_calls"][0]["function"]["name"] == "shell"
+    assert "3:port: 46942" in parsed.messages[2]["content"]
+    assert report["dropped"] == {"rollout metadata and state lines": 1}
+
+
+def test_a_responses_transcript_opening_with_the_agent_gets_an_opening_user_message(
+    tmp_path,
+):
+    """An Agents SDK session where the agent greets first (or one trimmed by
+    ``get_items(limit=N)``) was refused: the session rules want a user message first."""
+    items = [
+        {"type": "message", "role": "assistant",
+         "content": [{"type": "output_text", "text": "Hello, I can help with the invoice."}]},
+        {"role": "user", "content": "Which total is wrong?"},
+        {"type": "message", "role": "assistant",
+         "content": [{"type": "output_text", "text": "The March one."}]},
+    ]  # fmt: skip
+    source = tmp_path / "items.json"
+    source.write_text(json.dumps(items))
+    report = convert("openai-agents", source, tmp_path / "ag.jsonl")
+    parsed = load_session(tmp_path / "ag.jsonl")
+    assert roles(parsed) == ["user", "assistant", "user", "assistant"]
+    assert parsed.messages[0]["content"] == "[the transcript starts here]"
+    assert report["repaired"] == {"conversations that did not open with a user message": 1}
+
+
+def _claude_lines(*lines: dict) -> str:
+    return "".join(json.dumps({"sessionId": "s-4", **line}) + "\n" for line in lines)
+
+
+def _said(role: str, uuid: str, parent: str | None, text: str, **extra) -> dict:
+    message = {
+        "role": role,
+        "content": text if role == "user" else [{"type": "text", "text": text}],
+    }
+    if role == "assistant":
+        message["id"] = f"msg_{uuid}"
+    return {"type": role, "uuid": uuid, "parentUuid": parent, "message": message, **extra}
+
+
+def test_claude_code_api_errors_and_older_compactions(tmp_path):
+    """An API error notice (never sent to the model) was kept as an answer; a compaction
+    summary written without a boundary line (older versions) cut the history before it
+    off as an abandoned branch and was then dropped itself: nothing of either was left."""
+    source = tmp_path / "cc.jsonl"
+    source.write_text(
+        _claude_lines(
+            _said("user", "u1", None, "Rename the exporter flag."),
+            _said("assistant", "a1", "u1", "API Error: 529 overloaded", isApiErrorMessage=True),
+            _said("user", "u2", "a1", "Try again please."),
+            _said("assistant", "a2", "u2", "Renamed --port to --listen-port."),
+            _said("user", "u3", None, "This session is being continued…", isCompactSummary=True),
+            _said("user", "u4", "u3", "Now update the docs."),
+            _said("assistant", "a3", "u4", "Docs updated."),
+        )
+    )
+    report = convert("claude-code", source, tmp_path / "out.jsonl")
+    texts = [m["content"] for m in load_session(tmp_path / "out.jsonl").messages]
+    assert texts == [  # the two requests the notice stood between are one message now
+        "Rename the exporter flag.\nTry again please.", "Renamed --port to --listen-port.",
+        "Now update the docs.", "Docs updated.",
+    ]  # fmt: skip
+    assert report["dropped"]["API error placeholders (Claude Code's notices, never sent)"] == 1
+    assert "messages on abandoned branches (rewinds, edits)" not in report["dropped"]
+
+
+def test_a_claude_code_file_without_links_is_taken_in_order(tmp_path):
+    """A file whose lines carry no ``parentUuid`` (written by a tool, or trimmed) kept only
+    its last message, the rest reported as abandoned branches."""
+    lines = [_said("user", "u1", None, "List the flags."), _said("assistant", "a1", None, "Two.")]
+    for line in lines:
+        del line["parentUuid"]
+    source = tmp_path / "cc.jsonl"
+    source.write_text(_claude_lines(*lines))
+    convert("claude-code", source, tmp_path / "out.jsonl")
+    parsed = load_session(tmp_path / "out.jsonl")
+    assert [m["content"] for m in parsed.messages] == ["List the flags.", "Two."]
+
+
 def test_swe_agent_trajectory(tmp_path):
     report = convert("swe-agent", SAMPLES / "swe-agent.traj", tmp_path / "swe.jsonl")
     parsed = load_session(tmp_path / "swe.jsonl")

@@ -8,7 +8,9 @@ conversation is the chain of ``parentUuid`` links ending at the last message, so
 left by rewinds and edits are not mixed in. A compaction boundary links to the message
 before it by ``logicalParentUuid``; where that message is not in the file, the chain goes
 on from the last message written before the boundary. Claude Code's own compaction
-summary is dropped (reported): the engine under test sees the history it summarized.
+summary is dropped (reported): the engine under test sees the history it summarized; so
+are its API error notices (``isApiErrorMessage``), which were never sent to the model. A
+file written without ``parentUuid`` links is taken in line order.
 
 The chain runs through one line of each answer and one result of its calls (which ones
 depends on the order the tools finished in), so the answer's other lines and the results
@@ -50,7 +52,10 @@ def read(text: str) -> Imported:
         imported.drop("sub-agent (sidechain) messages", len(talk) - len(main))
     if not main:
         raise TranscriptError("no user or assistant message lines; is this a Claude Code session?")
-    chain = _chain(main[-1], by_uuid, _Preceding(lines, main))
+    if any("parentUuid" in v for v in main):
+        chain = _chain(main[-1], by_uuid, _Preceding(lines, main))
+    else:  # a file written without links: its lines are the conversation, in order
+        chain = {id(v) for v in main}
     chain |= _answers_beside(main, chain)
     chain |= _results_beside(main, chain)
     current = [v for v in main if id(v) in chain]
@@ -66,6 +71,9 @@ def read(text: str) -> Imported:
     for line in current:
         if line.get("isCompactSummary"):
             imported.drop("Claude Code's own compaction summaries (the history is kept)")
+            continue
+        if line.get("isApiErrorMessage"):
+            imported.drop("API error placeholders (Claude Code's notices, never sent)")
             continue
         if set(line) - LINE_FIELDS:
             imported.drop("Claude Code line metadata (cwd, version, git branch, tool copies)")
@@ -151,14 +159,16 @@ def _chain(
     last: dict[str, Any], by_uuid: dict[str, dict[str, Any]], preceding: _Preceding
 ) -> set[int]:
     """ids of the lines on the path from ``last`` back to the start. A compaction boundary
-    whose ``logicalParentUuid`` is not in the file goes on from the message before it."""
+    whose ``logicalParentUuid`` is not in the file, or a compaction summary that starts a
+    chain of its own (versions without the boundary line), goes on from the message
+    written before it."""
     seen: set[int] = set()
     node: dict[str, Any] | None = last
     while node is not None and id(node) not in seen:
         seen.add(id(node))
         parent = node.get("parentUuid") or node.get("logicalParentUuid")
         found = by_uuid.get(parent) if isinstance(parent, str) else None
-        if found is None and node.get("logicalParentUuid"):
+        if found is None and (node.get("logicalParentUuid") or node.get("isCompactSummary")):
             found = preceding.before(node)
         node = found
     return seen

@@ -5,7 +5,8 @@ Codex sent and received (Responses API items) and are kept with the line's times
 ``session_meta``, ``turn_context`` and ``event_msg`` lines describe the UI and the run,
 ``compacted`` lines Codex's own compaction: none of them is a message, and the report
 counts them. Older rollouts (a first line ``{"id", "timestamp", "instructions"}``, then
-bare items, ``record_type`` state lines) are read too.
+bare items, ``record_type`` state lines) are read too, and so is the TypeScript CLI's
+(``rollout-*.json``, one document ``{"session": {…}, "items": [...]}``).
 """
 
 from __future__ import annotations
@@ -21,7 +22,13 @@ KEPT = frozenset({"message", "reasoning", "function_call", "function_call_output
 
 def read(text: str) -> Imported:
     imported = Imported("codex", "responses")
-    for line, value in read_json_or_jsonl(text, "Codex rollout"):
+    records = read_json_or_jsonl(text, "Codex rollout")
+    document = records[0][1] if len(records) == 1 else None
+    if isinstance(document, dict) and isinstance(document.get("items"), list):
+        # The TypeScript CLI's rollout (0.1.x, spring 2025): one {"session", "items"} JSON.
+        imported.drop("rollout metadata and state lines")
+        records = [(1, item) for item in document["items"]]
+    for line, value in records:
         if not isinstance(value, dict):
             raise TranscriptError(f"line {line}: expected a JSON object")
         if "payload" in value and "type" in value:

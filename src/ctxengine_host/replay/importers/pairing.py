@@ -91,7 +91,9 @@ RESPONSES_GROUP = frozenset({"reasoning", "function_call"})
 
 
 def pair_responses(imported: Imported) -> None:
-    """Responses items: outputs follow their calls, calls are answered, in order."""
+    """Responses items: outputs follow their calls, calls are answered, in order; a
+    transcript that opens with the agent (its first item kept is a call, reasoning or an
+    assistant message) gets the opening user message the session rules ask for."""
     out: list[Message] = []
     open_calls: list[str] = []
     in_group = False
@@ -112,6 +114,11 @@ def pair_responses(imported: Imported) -> None:
             fill_results(imported, out, open_calls, responses_filler)
         if kind == "message" and role in ("system", "developer") and started:
             item = late_system(imported, item)
+        elif not started and not (kind == "message" and role in ("system", "developer", "user")):
+            imported.repaired[NO_OPENING] += 1
+            out.append(
+                {"type": "message", "role": "user", "content": "[the transcript starts here]"}
+            )
         started = started or role not in ("system", "developer")
         in_group = starts_group
         if kind == "function_call":
