@@ -139,6 +139,8 @@ def test_json_array_session_without_header(tmp_path) -> None:
     path.write_text(json.dumps(messages, indent=1))
     report = run_json("replay", str(path))
     assert [t["provider_calls"] for t in report["turns"]] == [1, 2, 0]
+    # The last turn sent nothing: the last request is the second turn's (it said 0).
+    assert report["summary"]["final_sent_messages"] == report["turns"][1]["sent_messages"] > 0
     assert [t["stored_messages"] for t in report["turns"]] == [2, 7, 8]
     assert all(t["budget_tokens"] > 0 for t in report["turns"])
     assert report["summary"]["tokens_sent_total"] == report["summary"]["raw_tokens_capped_total"]

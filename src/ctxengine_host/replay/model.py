@@ -140,7 +140,11 @@ class ReplayReport:
             "quarantined_turns": sum(1 for r in rows if r.quarantined),
             "fallback_turns": sum(1 for r in rows if r.mode != "normal"),
             "final_live_messages": rows[-1].live_messages if rows else 0,
-            "final_sent_messages": rows[-1].sent_messages if rows else 0,
+            # The last request sent: a transcript may end on a turn with no call (a task
+            # given but not answered, a trajectory ending on a tool's output).
+            "final_sent_messages": next(
+                (r.sent_messages for r in reversed(rows) if r.provider_calls), 0
+            ),
             "final_stored_messages": rows[-1].stored_messages if rows else 0,
             "engine_ms_total": round(sum(r.engine_ms for r in rows), 1),
             "wall_seconds": round(self.wall_seconds, 3),
