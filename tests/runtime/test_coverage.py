@@ -121,6 +121,21 @@ def test_a_marker_between_assistant_messages_is_a_user_message_of_its_own(make_h
     assert request.omitted == 3
 
 
+def test_the_warning_names_a_single_message_as_one(make_host, caplog):
+    """A run of one live message is ``#2`` in the warning, as in the marker (``#2-#2``)."""
+    engine = RecordingEngine()
+    engine.select_result = lambda request, conversation: (
+        [conversation[0], *conversation[2:]] if len(conversation) > 3 else None
+    )
+    session = make_host(engine).open_session("s")
+    grow(session, 2)
+    session.add_user_message("newest")
+    with caplog.at_level("WARNING"):
+        assert session.build_request().omitted == 1
+    (warning,) = [r.getMessage() for r in caplog.records if "left out" in r.getMessage()]
+    assert "(#2)" in warning
+
+
 def test_intervals_merge_ranges_and_single_uids():
     position = {"a": 0, "b": 1, "c": 2, "d": 3, "e": 4, "f": 5}.get
     sent = [position("a"), position("f"), None]  # the last one: no uid

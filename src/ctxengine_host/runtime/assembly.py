@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..contract.models import AssembleResult
 from ..discovery.fallback import keep_newest_that_fit
 from ..tokens import REPLY_PRIMER_TOKENS
-from .coverage import mark_omissions, sent_runs, uncovered_runs, with_declared
+from .coverage import mark_omissions, run_labels, sent_runs, uncovered_runs, with_declared
 from .isolation import SKIPPED
 from .turns import ProviderRequest
 from .validity import RequestChecker, sequence_problems
@@ -305,7 +305,7 @@ class RequestAssembler:
             "marked in the request",
             session.session_id,
             request.omitted,
-            ", ".join(f"#{s + 1}-#{e}" for s, e in runs[:5]),
+            run_labels(runs[:5]),
         )
         return request
 

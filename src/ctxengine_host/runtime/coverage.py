@@ -93,10 +93,15 @@ def uncovered_runs(live_count: int, covered: list[tuple[int, int]]) -> list[tupl
     return runs
 
 
+def run_labels(runs: Sequence[tuple[int, int]]) -> str:
+    """Runs of live positions as people count them: ``#3``, ``#5-#9``."""
+    return ", ".join(f"#{s + 1}" if e - s == 1 else f"#{s + 1}-#{e}" for s, e in runs)
+
+
 def omission_text(runs: Sequence[tuple[int, int]]) -> str:
     """The marker's text: how many messages, where, and that they are not summarized."""
     count = sum(end - start for start, end in runs)
-    where = ", ".join(f"#{s + 1}" if e - s == 1 else f"#{s + 1}-#{e}" for s, e in runs)
+    where = run_labels(runs)
     return (
         f"{OMISSION_MARKER_PREFIX} {count} earlier message{'s' if count != 1 else ''} "
         f"({where}) left out of this request without a summary; they are still stored]"
