@@ -62,6 +62,7 @@ def rerank(
     hits: Sequence[SearchHit],
     terms: Sequence[tuple[str, bool]],
     alternatives: Sequence[Sequence[tuple[str, float]]] = (),
+    texts: Sequence[str] | None = None,
 ) -> list[RankedHit]:
     """``hits`` (the store's best matches, any order) best first by normalized store score
     plus the weights of the query terms each holds exactly.
@@ -70,12 +71,14 @@ def rerank(
     stand in for a term a hit does not hold: it gains the best alternative's weight
     times its factor, never more than one per term and never more than the term's own
     weight, so alternatives add candidates without outweighing the terms as written
-    (a synonym of a common word counts as little as that word)."""
+    (a synonym of a common word counts as little as that word).
+
+    ``texts`` (parallel to ``hits``; default: their own) are where the terms are looked
+    for: a caller may read a long text further than the preview a hit shows."""
     if not hits:
         return []
     alts = [list(alternatives[i]) if i < len(alternatives) else [] for i in range(len(terms))]
-    texts = [h.text for h in hits]
-    joined = _TextsJoined(texts)
+    joined = _TextsJoined([h.text for h in hits] if texts is None else texts)
     holds = joined.holdings(terms)
     # Alternatives stand in only for a term a hit lacks: those of a term every hit holds
     # are not looked for (in a pool found by its rare words, most terms are such).

@@ -353,6 +353,21 @@ class StoreCommon:
             return {i: m.content for i, m in self.messages_by_id(ids).items()}
         return {i: s.content for i, s in self.summaries_by_id(ids).items()}
 
+    def beginnings_by_id(self, kind: ItemKind, ids: Iterable[int], chars: int) -> dict[int, str]:
+        """The first ``chars`` characters of each text, by id (in one look-up): a long
+        text read no further than its caller needs."""
+        d = self._sql
+        wanted = list(ids)
+        if not wanted:
+            return {}
+        table = d.messages if kind == "message" else d.summaries
+        marks = ", ".join([d.p] * len(wanted))
+        rows = self._read(
+            f"SELECT id, substr(content, 1, {d.p}) FROM {table} WHERE id IN ({marks})",
+            (chars, *wanted),
+        )
+        return {row[0]: row[1] for row in rows}
+
     def summary_source_ids(self, summary_id: int) -> tuple[SummaryKind, list[int]]:
         d = self._sql
         summary = self.summary(summary_id)

@@ -83,8 +83,14 @@ _PAGE_ENVELOPE_TOKENS = 40
 MIN_RESULT_TOKENS = 128
 #: lcm_describe's metadata always fits (its lineage and source ids are capped).
 MIN_DESCRIBE_TOKENS = 512
-#: Relevance ranks a long text by its first (this times grep_whole_text_chars) characters.
+#: Relevance reads a long text's first (this times grep_whole_text_chars) characters with
+#: the candidates' search (cheap: most texts are shorter)...
 _PREVIEW_FACTOR = 4
+#: ... and the candidates cut there on to this many characters (the best by the store's
+#: score first, this many in all): a query's words anywhere in a file dump or a test log
+#: count in its ranking, and the work stays bounded whatever the texts' sizes.
+_RANKED_CHARS = 32_000
+_RANKED_CHARS_TOTAL = 512_000
 #: A result's JSON text, as the model reads it: ``json.dumps(..., ensure_ascii=False)``'s
 #: text for the JSON values results hold, with the encoder built once (each grep measures
 #: every item it returns).
@@ -525,7 +531,7 @@ class ToolRunner:
             )
         terms = query_terms(query.operands)
         alternatives = expansion.of(terms)
-        ranked = rerank(hits, terms, alternatives)
+        ranked = rerank(hits, terms, alternatives, self._ranked_texts(hits, preview, terms, budget))
         leaders: list[SearchHit] = []
         similar: dict[tuple[str, int], tuple[SearchHit, ...]] = {}
         for kind in ("message", "summary"):
@@ -538,6 +544,41 @@ class ToolRunner:
         snippets_for = result.get("_fts_query_expanded") or query.expression
         others = [(text, False) for group in alternatives for text, _ in group]
         return self._with_snippets(shown, snippets_for, (list(terms), others), budget), similar
+
+    def _ranked_texts(
+        self,
+        hits: list[SearchHit],
+        preview: int | None,
+        terms: Sequence[tuple[str, bool]],
+        budget: WorkBudget,
+    ) -> list[str]:
+        """The texts ``hits`` are ranked by: those cut at ``preview`` read on to
+        :data:`_RANKED_CHARS`, in the pool's order (the texts holding every word first,
+        then the store's best) while :data:`_RANKED_CHARS_TOTAL` lasts. A real agent's tool
+        output often holds the words sought past its beginning (on real sessions, 3 of the
+        7 sought messages ranked off the first page were such). A text whose beginning
+        holds every term (as a string, any case) is not read further: its rank would not
+        change. Folding and snippets keep the previews."""
+        texts = [h.text for h in hits]
+        if preview is None:
+            return texts
+        needles = [text.split()[0] for text, _ in terms if text.split()]
+        cut = [
+            n
+            for n, h in enumerate(hits)
+            if len(h.text) >= preview and not _holds_all(h.text, needles)
+        ][: _RANKED_CHARS_TOTAL // _RANKED_CHARS]
+        for kind in ("message", "summary"):
+            ids = [hits[n].id for n in cut if hits[n].kind == kind]
+            if not ids:
+                continue
+            longer: dict[int, str] = budget.read(
+                partial(self.store.beginnings_by_id, kind, ids, _RANKED_CHARS), {}
+            )
+            for n in cut:
+                if hits[n].kind == kind and hits[n].id in longer:
+                    texts[n] = longer[hits[n].id]
+        return texts
 
     def _nearest(
         self,
@@ -1145,6 +1186,12 @@ def _covering_summaries(store: LcmStore, hits: list[SearchHit]) -> dict[int, int
     )
     parents.update({h.id: h.covered_by for h in hits if h.lineage and h.covered_by is not None})
     return parents
+
+
+def _holds_all(text: str, needles: list[str]) -> bool:
+    """Whether ``text`` holds each of ``needles`` (lowercase) as a string, in any case."""
+    lowered = text.lower()
+    return all(needle in lowered for needle in needles)
 
 
 def _messages_first(hits: list[SearchHit], limit: int) -> list[SearchHit]:
