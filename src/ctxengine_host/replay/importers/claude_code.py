@@ -18,13 +18,18 @@ of its other calls sit beside it: an answer's lines are taken back by ``message.
 a result-only line by the open call it answers. Thinking blocks are kept with their
 signatures. Sub-agent lines (``isSidechain``) belong to other conversations, but for a
 sub-agent's own file (``<session>/subagents/agent-*.jsonl``), where every line is one. A
-line off the chain whose parent is not in the file (a compaction agent's file starts with
-lines of the main session's) is reported apart from the abandoned branches.
+line whose parent is not in the file (a compaction agent's file starts with lines of the
+main session's, a file may be cut short) goes on from the message written before it. The
+chain runs back from the last message, or, where that misses the last message that is
+not a local command, from that one: Claude Code 1.0 hung the commands the user ran
+locally (``/clear``, ``!pytest``) on a meta note apart from the conversation; they are
+kept where they were written.
 """
 
 from __future__ import annotations
 
 import bisect
+import json
 from typing import Any
 
 from .base import Imported, TranscriptError, read_json_or_jsonl
@@ -52,22 +57,20 @@ def read(text: str) -> Imported:
         imported.drop("sub-agent (sidechain) messages", len(talk) - len(main))
     if not main:
         raise TranscriptError("no user or assistant message lines; is this a Claude Code session?")
-    if any("parentUuid" in v for v in main):
-        chain = _chain(main[-1], by_uuid, _Preceding(lines, main))
+    if any(v.get("parentUuid") for v in main):
+        preceding = _Preceding(lines, main)
+        chain = _chain(main[-1], by_uuid, preceding)
+        talked = [v for v in main if not _local_command(v)]
+        if talked and id(talked[-1]) not in chain:  # the last lines: a local command's
+            chain = _chain(talked[-1], by_uuid, preceding)
     else:  # a file written without links: its lines are the conversation, in order
         chain = {id(v) for v in main}
     chain |= _answers_beside(main, chain)
     chain |= _results_beside(main, chain)
+    chain |= _local_commands_beside(main, chain, by_uuid)
     current = [v for v in main if id(v) in chain]
-    for line in main:
-        if id(line) not in chain:
-            parent = line.get("parentUuid")
-            orphan = isinstance(parent, str) and parent not in by_uuid
-            imported.drop(
-                "messages whose parent line is not in the file (another file's context)"
-                if orphan
-                else "messages on abandoned branches (rewinds, edits)"
-            )
+    if len(current) < len(main):
+        imported.drop("messages on abandoned branches (rewinds, edits)", len(main) - len(current))
     for line in current:
         if line.get("isCompactSummary"):
             imported.drop("Claude Code's own compaction summaries (the history is kept)")
@@ -158,17 +161,17 @@ class _Preceding:
 def _chain(
     last: dict[str, Any], by_uuid: dict[str, dict[str, Any]], preceding: _Preceding
 ) -> set[int]:
-    """ids of the lines on the path from ``last`` back to the start. A compaction boundary
-    whose ``logicalParentUuid`` is not in the file, or a compaction summary that starts a
-    chain of its own (versions without the boundary line), goes on from the message
-    written before it."""
+    """ids of the lines on the path from ``last`` back to the start. A line whose parent
+    is not in the file (a compaction boundary's ``logicalParentUuid``, a file cut short or
+    started mid-session), or a compaction summary that starts a chain of its own (versions
+    without the boundary line), goes on from the message written before it."""
     seen: set[int] = set()
     node: dict[str, Any] | None = last
     while node is not None and id(node) not in seen:
         seen.add(id(node))
         parent = node.get("parentUuid") or node.get("logicalParentUuid")
         found = by_uuid.get(parent) if isinstance(parent, str) else None
-        if found is None and (node.get("logicalParentUuid") or node.get("isCompactSummary")):
+        if found is None and (isinstance(parent, str) or node.get("isCompactSummary")):
             found = preceding.before(node)
         node = found
     return seen
@@ -184,6 +187,46 @@ def _answers_beside(main: list[dict[str, Any]], chain: set[int]) -> set[int]:
         for v in main
         if v["type"] == "assistant" and id(v) not in chain and v["message"].get("id") in answers
     }
+
+
+#: How Claude Code writes what the user ran locally (slash commands, ``!`` shell lines).
+_LOCAL_COMMAND_TAGS = (
+    "<command-name>", "<command-message>", "<local-command-stdout>", "<local-command-stderr>",
+    "<bash-input>", "<bash-stdout>", "<bash-stderr>",
+)  # fmt: skip
+
+
+def _local_command(line: dict[str, Any]) -> bool:
+    """Whether ``line`` is a local command or its output, or the meta note before them."""
+    content = line["message"].get("content")
+    return bool(line.get("isMeta")) or (
+        line["type"] == "user"
+        and isinstance(content, str)
+        and content.lstrip().startswith(_LOCAL_COMMAND_TAGS)
+    )
+
+
+def _local_commands_beside(
+    main: list[dict[str, Any]], chain: set[int], by_uuid: dict[str, dict[str, Any]]
+) -> set[int]:
+    """ids of the local commands off the chain that hang on it through local commands only.
+
+    Claude Code 1.0 hung each command the user ran locally (``/clear``, ``!pytest``) on the
+    session's one meta note, not on the message before it: a side branch, yet no rewind
+    left it, and the model saw it with the next request."""
+    messages = {id(v) for v in main}
+    beside: set[int] = set()
+    for line in main:  # a parent is written before its children
+        if id(line) in chain or not _local_command(line):
+            continue
+        parent = by_uuid.get(line.get("parentUuid") or "")
+        seen: set[int] = set()
+        while parent is not None and id(parent) not in messages and id(parent) not in seen:
+            seen.add(id(parent))  # through lines that are not messages (system notes)
+            parent = by_uuid.get(parent.get("parentUuid") or "")
+        if parent is not None and (id(parent) in chain or id(parent) in beside):
+            beside.add(id(line))
+    return beside
 
 
 def _results_beside(main: list[dict[str, Any]], chain: set[int]) -> set[int]:
@@ -230,8 +273,25 @@ def _blocks(content: Any, allowed: frozenset[str], imported: Imported) -> list[A
     kept = []
     for block in content or ():
         kind = block.get("type") if isinstance(block, dict) else None
+        if kind == "tool_use" and not isinstance(block.get("id"), str):
+            raise TranscriptError("a tool_use block without an id (the API gives each call one)")
+        if kind == "tool_result" and isinstance(block.get("content"), list):
+            block = {**block, "content": _result_parts(block["content"], imported)}
         if kind in allowed:
             kept.append(block)
         else:
             imported.drop(f"'{kind}' content blocks (server tools, no client form)")
+    return kept
+
+
+def _result_parts(parts: list[Any], imported: Imported) -> list[Any]:
+    """A tool result's parts the API takes back (text, images); any other (a tool search's
+    ``tool_reference``) as its JSON text, counted."""
+    kept = []
+    for part in parts:
+        if isinstance(part, dict) and part.get("type") in ("text", "image"):
+            kept.append(part)
+        else:
+            imported.repaired["tool result parts of no client form, kept as JSON text"] += 1
+            kept.append({"type": "text", "text": json.dumps(part, ensure_ascii=False)})
     return kept
