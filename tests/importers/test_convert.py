@@ -326,13 +326,23 @@ def test_openhands_events(tmp_path, name):
         assert report["repaired"] == {"tool calls without a recorded result (result added)": 1}
 
 
-def test_openhands_command_without_output_keeps_its_outcome(tmp_path):
-    """An empty command observation is stood in for by the event's message (the exit code)."""
+def test_openhands_command_results_read_as_the_model_saw_them(tmp_path):
+    """A command's result is its output with the notes OpenHands adds for the model (its
+    exit code, working directory); an empty output still tells how the command ended.
+    Only the output was kept: a failing command's exit code was lost."""
     convert("openhands", SAMPLES / "openhands-v0-quiet.json", tmp_path / "oh.jsonl")
     parsed = load_session(tmp_path / "oh.jsonl")
     assert roles(parsed) == ["user", "assistant", "tool", "assistant"]
-    assert parsed.messages[2]["content"] == (
-        "Command `mv notes.txt todo.txt` executed with exit code 0."
+    assert parsed.messages[2]["content"] == "\n[Command finished with exit code 0]"
+    events = json.loads((SAMPLES / "openhands-v0-quiet.json").read_text())
+    events[2]["content"] = "ls: cannot access 'src/lib'"
+    events[2]["extras"]["metadata"].update(exit_code=2, working_dir="/workspace/pony")
+    source = tmp_path / "failed.json"
+    source.write_text(json.dumps(events))
+    convert("openhands", source, tmp_path / "failed.jsonl")
+    assert load_session(tmp_path / "failed.jsonl").messages[2]["content"] == (
+        "ls: cannot access 'src/lib'\n[Current working directory: /workspace/pony]"
+        "\n[Command finished with exit code 2]"
     )
 
 
@@ -383,8 +393,64 @@ def test_openhands_context_and_errors_the_model_saw_are_kept(tmp_path):
     parsed = load_session(tmp_path / "oh.jsonl")
     users = [m["content"] for m in parsed.messages if m["role"] == "user"]
     assert any("localhost:50111" in text and "2025-06-04" in text for text in users)
-    assert users[-1] == error["content"]
+    assert users[-1] == error["content"] + "\n[Error occurred in processing last action]"
     assert not any("recall" in reason or "error" in reason for reason in report["dropped"])
+
+
+def test_openhands_v0_what_the_model_saw_in_older_and_rarer_events(tmp_path):
+    """A 2024 evaluation lists the history as [action, observation] pairs (refused: "event 0:
+    expected a JSON object"); a command the user ran is user text for the model (it
+    became the agent's call); a condensation is not a call (it became one, answered by a
+    made-up result); a message's images are its content (lost unreported)."""
+    history = [
+        [{"id": 1, "source": "user", "action": "message",
+          "args": {"content": "Why is CI red?", "image_urls": ["data:image/png;base64,iVBO"]}},
+         {"id": 2, "observation": "null", "content": "", "extras": {}}],
+        [{"id": 3, "source": "user", "action": "run", "args": {"command": "git status"}},
+         {"id": 4, "source": "user", "cause": 3, "observation": "run", "content": "clean",
+          "extras": {"metadata": {"exit_code": 0}}}],
+        [{"id": 5, "source": "agent", "action": "condensation",
+          "args": {"summary": "earlier steps", "forgotten_events_start_id": 1}},
+         {"id": 6, "observation": "null", "content": "", "extras": {}}],
+        [{"id": 7, "source": "agent", "action": "message", "args": {"content": "Lint fails."}},
+         {"id": 8, "observation": "null", "content": "", "extras": {}}],
+    ]  # fmt: skip
+    source = tmp_path / "run1.jsonl"
+    source.write_text(json.dumps({"instance_id": "x-1", "history": history}) + "\n")
+    report = convert("openhands", source, tmp_path / "oh.jsonl")
+    parsed = load_session(tmp_path / "oh.jsonl")
+    assert roles(parsed) == ["user", "user", "user", "assistant"]
+    asked, ran, saw, _ = (m["content"] for m in parsed.messages)
+    assert "Why is CI red?" in json.dumps(asked) and "base64,iVBO" in json.dumps(asked)
+    assert ran == "User executed the command:\ngit status"
+    assert saw == "\nObserved result of command executed by user:\nclean" + (
+        "\n[Command finished with exit code 0]"
+    )
+    assert report["dropped"]["'condensation' actions without a tool call"] == 1
+    assert report["repaired"] == {}
+
+
+def test_openhands_v1_tools_and_added_context_are_kept(tmp_path):
+    """The SDK sends its system prompt with its dynamic context and tools, and a message
+    with the skill text it triggered: all three were lost unreported."""
+    document = json.loads((SAMPLES / "openhands-v1.json").read_text())
+    events = document["events"] if isinstance(document, dict) else document
+    schema = {"type": "object", "properties": {"command": {"type": "string"}}}
+    tool = {"name": "execute_bash", "description": "Run a command.", "parameters": schema}
+    sdk_tool = {"title": "think", "description": "Log a thought.", "kind": "ThinkTool"}
+    events[0]["tools"] = [tool, sdk_tool]  # a schema, and the SDK's own form (none)
+    events[0]["dynamic_context"] = {"type": "text", "text": "<CURRENT_DATETIME>2025-06-05"}
+    events[1]["extended_content"] = [{"type": "text", "text": "<EXTRA_INFO>skill: ports"}]
+    source = tmp_path / "events.json"
+    source.write_text(json.dumps(document))
+    report = convert("openhands", source, tmp_path / "oh.jsonl")
+    parsed = load_session(tmp_path / "oh.jsonl")
+    assert parsed.system_prompt.endswith("<CURRENT_DATETIME>2025-06-05")
+    asked = next(m for m in parsed.messages if m["role"] == "user")
+    assert asked["content"].endswith("<EXTRA_INFO>skill: ports")
+    assert [t["function"]["name"] for t in parsed.tools] == ["execute_bash", "think"]
+    schemas = "tool parameter schemas (not in the export; names, descriptions kept)"
+    assert report["dropped"][schemas] == 1
 
 
 def test_an_openhands_output_file_of_several_runs_is_refused_with_the_fix(tmp_path):

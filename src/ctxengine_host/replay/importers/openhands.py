@@ -31,7 +31,10 @@ from .pairing import pair_chat
 
 V1_RESULTS = ("ObservationEvent", "AgentErrorEvent", "UserRejectObservation")
 #: V0 events the model never saw (state changes, the memory's own look-up request).
-V0_UNSEEN = frozenset({"change_agent_state", "agent_state_changed", "null", "recall"})
+V0_UNSEEN = frozenset(
+    {"change_agent_state", "agent_state_changed", "null", "recall", "condensation",
+     "condensation_request"}
+)  # fmt: skip
 #: V0 action fields that are bookkeeping, not what the model asked for.
 V0_BOOKKEEPING = frozenset(
     {
@@ -55,6 +58,8 @@ class _Reading:
     waiting: list[str] = field(default_factory=list)
     #: Whether the agent has spoken (a message without a source is then the agent's).
     agent_spoke: bool = False
+    #: Ids of the commands the user ran (their output is user text, not a tool result).
+    user_commands: set[Any] = field(default_factory=set)
 
 
 def read(text: str) -> Imported:
@@ -69,6 +74,8 @@ def read(text: str) -> Imported:
             events.extend(inner if isinstance(inner, list) else [value])
         elif isinstance(value, list):
             events.extend(value)
+    # Evaluation outputs of 2024 list the history as [action, observation] pairs.
+    events = [e for item in events for e in (item if isinstance(item, list) else [item])]
     if len(runs) > 1:
         shown = ", ".join(map(str, runs[:5])) + (", …" if len(runs) > 5 else "")
         raise TranscriptError(
@@ -130,7 +137,12 @@ def _v0(event: dict[str, Any], index: int, state: _Reading, imported: Imported) 
         if action == "message":
             return [_stamp(_message(event, args, state, imported), event)]
         if action == "system":
+            _keep_tools(imported, args.get("tools"))
             return [_stamp({"role": "system", "content": args.get("content", "")}, event)]
+        if action == "run" and event.get("source") == "user":
+            state.user_commands.add(event.get("id"))
+            text = f"User executed the command:\n{args.get('command', '')}"
+            return [_stamp({"role": "user", "content": text}, event)]
         if action == "finish":
             text = str(args.get("thought") or args.get("final_thought") or "")
             return [_stamp({"role": "assistant", "content": text}, event)] if text else []
@@ -143,6 +155,9 @@ def _v0(event: dict[str, Any], index: int, state: _Reading, imported: Imported) 
         if kind == "recall":
             context = _workspace_context(event.get("extras"))
             return [_stamp({"role": "user", "content": context}, event)] if context else []
+        if event.get("cause") in state.user_commands and event.get("cause") is not None:
+            text = f"\nObserved result of command executed by user:\n{_said(event)}"
+            return [_stamp({"role": "user", "content": text}, event)]
         if state.waiting and kind not in V0_UNSEEN:
             result = {"role": "tool", "tool_call_id": state.waiting.pop(0), "content": _said(event)}
             return [_stamp(result, event)]
@@ -158,7 +173,14 @@ def _message(
     event: dict[str, Any], args: dict[str, Any], state: _Reading, imported: Imported
 ) -> dict[str, Any]:
     """A ``message`` action as a Chat message; without a source, its role from its place."""
-    text = args.get("content", event.get("message", ""))
+    text: Any = args.get("content", event.get("message", ""))
+    images = [
+        u for u in args.get("image_urls") or args.get("images_urls") or () if isinstance(u, str)
+    ]
+    if images:  # the message's images, as Chat image parts after its text
+        text = [{"type": "text", "text": text}] + [
+            {"type": "image_url", "image_url": {"url": url}} for url in images
+        ]
     source = event.get("source")
     if source is None:
         imported.repaired[ROLE_FROM_PLACE] += 1
@@ -189,9 +211,57 @@ def _written_call(
 
 
 def _said(event: dict[str, Any]) -> str:
-    """An observation's text: a command with no output still told the model how it ended
-    (exit code), which the event's one-line message carries and its empty content does not."""
-    return str(event.get("content") or event.get("message") or "")
+    """An observation's text as OpenHands showed it to the model: a command's output with
+    its prefix and suffix, working directory, interpreter and exit code (when the event
+    records them), an error with its closing note, a rejection with its own. An output
+    recorded without that metadata (older exports) stands alone, or as the event's
+    one-line message where it is empty (a command with no output: how it ended)."""
+    kind = event.get("observation")
+    text = str(event.get("content") or "")
+    extras = event.get("extras")
+    metadata = extras.get("metadata") if isinstance(extras, dict) else None
+    if kind == "run" and isinstance(metadata, dict):
+        text = f"{metadata.get('prefix') or ''}{text}{metadata.get('suffix') or ''}"
+        if metadata.get("working_dir"):
+            text += f"\n[Current working directory: {metadata['working_dir']}]"
+        if metadata.get("py_interpreter_path"):
+            text += f"\n[Python interpreter: {metadata['py_interpreter_path']}]"
+        if metadata.get("exit_code", -1) != -1:
+            text += f"\n[Command finished with exit code {metadata['exit_code']}]"
+        return text
+    if kind == "error":
+        return f"{text}\n[Error occurred in processing last action]"
+    if kind == "user_rejected":
+        return f"OBSERVATION:\n{text}\n[Last action has been rejected by the user]"
+    return text or str(event.get("message") or "")
+
+
+def _block_text(block: Any) -> str:
+    """The text of a V1 text block (``{"type": "text", "text": ...}``) or of a string."""
+    return str(block.get("text", "")) if isinstance(block, dict) else text_of(block)
+
+
+def _keep_tools(imported: Imported, tools: Any) -> None:
+    """The tool schemas a system prompt was sent with, as Chat tools (the first set only;
+    a session file has one)."""
+    if imported.tools or not isinstance(tools, list):
+        return
+    for tool in tools:
+        if not isinstance(tool, dict):
+            continue
+        if isinstance(tool.get("function"), dict):
+            imported.tools.append({"type": "function", "function": tool["function"]})
+        elif isinstance(tool.get("name") or tool.get("title"), str):  # the SDK's own form
+            name = tool.get("name") or tool["title"]
+            function = {"name": name, "description": str(tool.get("description") or "")}
+            schema = tool.get("parameters") or tool.get("input_schema")
+            if not isinstance(schema, dict):
+                imported.drop(
+                    "tool parameter schemas (not in the export; names, descriptions kept)"
+                )
+                schema = {"type": "object"}
+            function["parameters"] = schema
+            imported.tools.append({"type": "function", "function": function})
 
 
 def _workspace_context(extras: Any) -> str:
@@ -219,15 +289,19 @@ def _arguments_from_response(response: dict[str, Any], call_id: str) -> str | No
 def _v1(event: dict[str, Any], index: int, state: _Reading, imported: Imported) -> list:
     kind = event["kind"]
     if kind == "SystemPromptEvent":
-        prompt = event.get("system_prompt")
-        text = prompt.get("text", "") if isinstance(prompt, dict) else text_of(prompt)
+        # The SDK sends the prompt and its dynamic context (date, skills) as one message.
+        parts = [_block_text(event.get("system_prompt")), _block_text(event.get("dynamic_context"))]
+        _keep_tools(imported, event.get("tools"))
         state.group = None
-        return [_stamp({"role": "system", "content": text}, event)]
+        return [_stamp({"role": "system", "content": "\n\n".join(p for p in parts if p)}, event)]
     if kind == "MessageEvent":
         message = event.get("llm_message") or {}
         role = message.get("role") or ("user" if event.get("source") == "user" else "assistant")
+        # The SDK adds a message's extended content (skill text it triggered) to it.
+        parts = [text_of(message.get("content")), text_of(event.get("extended_content"))]
         state.group = None
-        return [_stamp({"role": role, "content": text_of(message.get("content"))}, event)]
+        text = "\n".join(p for p in parts if p)
+        return [_stamp({"role": role, "content": text}, event)]
     if kind == "ActionEvent":
         tool_call = event.get("tool_call") or {}
         function = tool_call.get("function") or tool_call
@@ -255,5 +329,8 @@ def _v1(event: dict[str, Any], index: int, state: _Reading, imported: Imported) 
             text = text_of(observation)
         result = {"role": "tool", "tool_call_id": event.get("tool_call_id"), "content": text}
         return [_stamp(result, event)]
+    if kind == "SystemPromptUpdateEvent":
+        imported.drop("system prompt updates (a session file keeps the first prompt and tools)")
+        return []
     imported.drop(f"'{kind}' events (not seen by the model)")
     return []
