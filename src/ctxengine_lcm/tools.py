@@ -86,9 +86,10 @@ MIN_DESCRIBE_TOKENS = 512
 #: Relevance reads a long text's first (this times grep_whole_text_chars) characters with
 #: the candidates' search (cheap: most texts are shorter)...
 _PREVIEW_FACTOR = 4
-#: ... and the candidates cut there on to this many characters (the best by the store's
-#: score first, this many in all): a query's words anywhere in a file dump or a test log
-#: count in its ranking, and the work stays bounded whatever the texts' sizes.
+#: ... and the candidates cut there whose beginning lacks a query word on to this many
+#: characters (in the pool's order, this many characters in all): a query's words anywhere
+#: in a file dump or a test log count in its ranking, and the work stays bounded whatever
+#: the texts' sizes.
 _RANKED_CHARS = 32_000
 _RANKED_CHARS_TOTAL = 512_000
 #: A result's JSON text, as the model reads it: ``json.dumps(..., ensure_ascii=False)``'s

@@ -5,9 +5,8 @@ line's ``uuid``, ``parentUuid`` and ``timestamp``; one assistant answer is writt
 several lines (one per content block) sharing ``message.id``, and they are joined
 again, also where a fast tool's result was written between two of them. The
 conversation is the chain of ``parentUuid`` links ending at the last message, so branches
-left by rewinds and edits are not mixed in. A compaction boundary links to the message
-before it by ``logicalParentUuid``; where that message is not in the file, the chain goes
-on from the last message written before the boundary. Claude Code's own compaction
+left by rewinds and edits are not mixed in; a compaction boundary links to the message
+before it by ``logicalParentUuid``. Claude Code's own compaction
 summary is dropped (reported): the engine under test sees the history it summarized; so
 are its API error notices (``isApiErrorMessage``), which were never sent to the model. A
 file written without ``parentUuid`` links is taken in line order.
@@ -18,8 +17,9 @@ of its other calls sit beside it: an answer's lines are taken back by ``message.
 a result-only line by the open call it answers. Thinking blocks are kept with their
 signatures. Sub-agent lines (``isSidechain``) belong to other conversations, but for a
 sub-agent's own file (``<session>/subagents/agent-*.jsonl``), where every line is one. A
-line whose parent is not in the file (a compaction agent's file starts with lines of the
-main session's, a file may be cut short) goes on from the message written before it. The
+line whose parent is not in the file (a boundary's ``logicalParentUuid`` elsewhere, a
+compaction agent's file starting with lines of the main session's, a file cut short) goes
+on from the message written before it. The
 chain runs back from the last message, or, where that misses the last message that is
 not a local command, from that one: Claude Code 1.0 hung the commands the user ran
 locally (``/clear``, ``!pytest``) on a meta note apart from the conversation; they are
@@ -49,8 +49,9 @@ def read(text: str) -> Imported:
         raise TranscriptError("every line of a Claude Code session is a JSON object")
     by_uuid = {v["uuid"]: v for v in lines if isinstance(v.get("uuid"), str)}
     talk = [v for v in lines if v.get("type") in ("user", "assistant") and "message" in v]
+    talk_ids = {id(v) for v in talk}
     for v in lines:
-        if v not in talk:
+        if id(v) not in talk_ids:
             imported.drop(f"'{v.get('type')}' lines (not messages)")
     main = [v for v in talk if not v.get("isSidechain")] or talk  # else a sub-agent's file
     if len(main) < len(talk):

@@ -140,7 +140,8 @@ def _v0(event: dict[str, Any], index: int, state: _Reading, imported: Imported) 
             _keep_tools(imported, args.get("tools"))
             return [_stamp({"role": "system", "content": args.get("content", "")}, event)]
         if action == "run" and event.get("source") == "user":
-            state.user_commands.add(event.get("id"))
+            if event.get("id") is not None:
+                state.user_commands.add(event["id"])
             text = f"User executed the command:\n{args.get('command', '')}"
             return [_stamp({"role": "user", "content": text}, event)]
         if action == "finish":
@@ -155,7 +156,7 @@ def _v0(event: dict[str, Any], index: int, state: _Reading, imported: Imported) 
         if kind == "recall":
             context = _workspace_context(event.get("extras"))
             return [_stamp({"role": "user", "content": context}, event)] if context else []
-        if event.get("cause") in state.user_commands and event.get("cause") is not None:
+        if event.get("cause") in state.user_commands:
             text = f"\nObserved result of command executed by user:\n{_said(event)}"
             return [_stamp({"role": "user", "content": text}, event)]
         if state.waiting and kind not in V0_UNSEEN:
