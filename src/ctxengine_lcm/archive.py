@@ -229,6 +229,7 @@ def _new_message(row: dict[str, Any]) -> NewMessage:
     if not fields.get("digest"):
         fields["digest"] = stored_digest(row["message_uid"], row["content"], row["extra_json"])
     fields["content"], fields["extra_json"] = storable_columns(row["content"], row["extra_json"])
-    if fields.get("tool_name"):
-        fields["tool_name"] = storable_text(fields["tool_name"])
+    for column in ("tool_name", "tool_call_id"):
+        if fields.get(column):
+            fields[column] = storable_text(fields[column])
     return NewMessage(**fields)

@@ -31,7 +31,7 @@ from typing import Any
 
 from ctxengine_host.contract.messages import content_text, tool_call_ids
 
-from .render import message_ref, verbatim_message
+from .render import message_ref, storable_text, verbatim_message
 from .store import LcmStore, SearchHit, StoredMessage
 
 #: Messages looked at on either side of a hit, and the characters shown of each.
@@ -117,7 +117,8 @@ def _steps_after(
     then: list[dict[str, Any]] = []
     call, offset = message, 1
     while call.tool_name:
-        ids = set(tool_call_ids(verbatim_message(call)))
+        # As the results' column holds them (a NUL stored as U+FFFD).
+        ids = {storable_text(i) for i in tool_call_ids(verbatim_message(call))}
         mine: list[StoredMessage] = []
         while offset <= STEPS_AROUND:
             output = _neighbour(loaded, message, offset)

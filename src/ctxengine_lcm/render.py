@@ -100,7 +100,9 @@ def to_new_message(
         extra = dict(message)
         text = storable_text("\n".join(t for t in (content_text(message), called) if t))
     role = message.get("role")
-    tool_name = storable_text(",".join(_call_names(calls))) if calls else ""
+    # The call's names and ids are the model's words: a NUL in them is kept out of the
+    # columns as from the content (the message itself comes back from the extra).
+    tool_name = ",".join(_call_names(calls)) if calls else ""
     if not tool_name and isinstance(message.get("name"), str):
         tool_name = message["name"]
     tool_call_id = message.get("tool_call_id")
@@ -110,8 +112,8 @@ def to_new_message(
         role if isinstance(role, str) else str(role),
         text,
         _EXTRA_JSON(extra),
-        tool_call_id if isinstance(tool_call_id, str) else None,
-        tool_name or None,
+        storable_text(tool_call_id) if isinstance(tool_call_id, str) else None,
+        storable_text(tool_name) or None,
         token_count,
         stub_tokens if stub_tokens is not None else token_count,  # context_tokens
         stub_tokens is not None,  # externalized

@@ -60,12 +60,13 @@ def test_a_nul_character_is_stored_found_summarized_and_given_back(tmp_path, dat
 
 
 def test_an_archive_holding_nul_characters_imports_on_both_backends(tmp_path, database):
-    """A SQLite store written before kept NUL in the text column: its archive, imported
+    """A SQLite store written before kept NUL in its text columns: its archive, imported
     into PostgreSQL (the migration path), keeps every message verbatim."""
     data = exported_archive(tmp_path)
     rows = data["conversations"][0]["messages"]
     row = next(r for r in rows if r["content"] == "archived words")
     row["content"], row["digest"] = "archived\x00words", ""
+    row["tool_call_id"], row["tool_name"] = "call\x00one", "read\x00file"
     target = LcmArchiver({"database": database}, tmp_path)
     assert target.import_session("s", data, "target-store")
     back = target.export_session("s", "target-store")
@@ -97,4 +98,28 @@ def test_half_of_a_character_is_stored_well_formed_and_known_again(tmp_path, dat
     assert "tags \ufffd\u2026" in contents and "list the tags \ufffd" in contents
     found = json.loads(engine.handle_tool_call("lcm_grep", {"pattern": "tags"}))
     assert found["count"] == 2
+    engine.dispose()
+
+
+def test_a_nul_in_a_call_id_or_a_tool_name_is_stored_and_given_back(tmp_path, database):
+    """The call's id and tool name are the model's words, and a tool result's ``name`` is
+    that tool name: a NUL in either failed the ingest on PostgreSQL (their columns are
+    text). The message comes back verbatim, and the result is still found with its call."""
+    engine = make_engine(tmp_path, database=database, session="s")
+    call_id, name = "call\x00one", "read\x00file"
+    call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": "{}"}}
+    history = [
+        {"role": "user", "content": "read the config", "message_uid": uid()},
+        {"role": "assistant", "content": "", "tool_calls": [call], "message_uid": uid()},
+        {"role": "tool", "tool_call_id": call_id, "name": name, "content": "port = 8431",
+         "message_uid": uid()},
+    ]  # fmt: skip
+    assert engine.ingest("s", history).count == 3
+    selected = engine.select_context(history, budget_tokens=6_000)
+    assert [m.get("tool_call_id") for m in selected.messages][-1] == call_id
+    assert selected.messages[-1]["name"] == name
+    assert selected.messages[-2]["tool_calls"][0]["function"]["name"] == name
+    found = json.loads(engine.handle_tool_call("lcm_grep", {"pattern": "read file"}))
+    call_hit = next(r for r in found["results"] if r["role"] == "assistant")
+    assert "8431" in json.dumps(call_hit["tool_results"])
     engine.dispose()
