@@ -532,3 +532,137 @@ def test_mini_swe_agent_trajectory(generated, tmp_path, name):
     assert any("port=46942" in str(m["content"]) for m in parsed.messages)
     assert all(isinstance(m.get("timestamp"), float) for m in parsed.messages[2:3])
     assert report["dropped"]["exit records (the run's outcome, not sent to the model)"] == 1
+
+
+def test_langgraph_streamed_messages_and_langsmith_runs_convert(tmp_path):
+    """A LangGraph state streamed by the JS SDK holds ``AIMessageChunk``s, a LangSmith run
+    export is ``{"inputs", "outputs"}``: both were refused as unknown messages."""
+    ai_chunk = {
+        "lc": 1,
+        "type": "constructor",
+        "id": ["langchain_core", "messages", "AIMessageChunk"],
+        "kwargs": {
+            "content": [],
+            "tool_calls": [{"id": "c9", "name": "lookup", "args": {"q": "tide"}}],
+            "additional_kwargs": {"reasoning": {"summary": [{"text": "look it up"}]}},
+        },
+    }
+    tool = {
+        "lc": 1,
+        "type": "constructor",
+        "id": ["langchain_core", "messages", "ToolMessage"],
+        "kwargs": {"content": "high tide at 6", "tool_call_id": "c9"},
+    }
+    state = {
+        "messages": [
+            {"type": "human", "content": "When is high tide?"},
+            ai_chunk,
+            tool,
+            {"type": "AIMessageChunk", "data": {"content": "At six."}},
+        ]
+    }
+    run = {
+        "id": "r1",
+        "inputs": {"messages": [[{"type": "human", "content": "Hi"}]]},
+        "outputs": {
+            "generations": [
+                [
+                    {
+                        "text": "Hello",
+                        "message": {
+                            "lc": 1,
+                            "type": "constructor",
+                            "id": ["langchain", "schema", "messages", "AIMessage"],
+                            "kwargs": {"content": "Hello"},
+                        },
+                    }
+                ]
+            ]
+        },
+    }
+    graph_run = {
+        "id": "r2",
+        "inputs": {"messages": [{"role": "user", "content": "Hi"}]},
+        "outputs": {
+            "messages": [{"type": "human", "content": "Hi"}, {"type": "ai", "content": "Yo"}]
+        },
+    }
+    for name, value, expected in [
+        ("state", state, ["user", "assistant", "tool", "assistant"]),
+        ("llm-run", run, ["user", "assistant"]),
+        ("graph-run", graph_run, ["user", "assistant"]),
+    ]:
+        source = tmp_path / f"{name}.json"
+        source.write_text(json.dumps(value))
+        report = convert("langchain", source, tmp_path / f"{name}.jsonl")
+        parsed = load_session(tmp_path / f"{name}.jsonl")
+        assert roles(parsed) == expected, name
+        assert report["repaired"] == {}, name
+    parsed = load_session(tmp_path / "state.jsonl")
+    assert parsed.messages[1]["content"] is None
+    assert parsed.messages[1]["tool_calls"][0]["id"] == "c9"
+    assert parsed.messages[3]["content"] == "At six."
+    assert load_session(tmp_path / "llm-run.jsonl").messages[1]["content"] == "Hello"
+
+
+def test_langchain_calls_only_in_the_providers_form_are_kept(tmp_path):
+    """Before LangChain parsed ``tool_calls`` (and in traces that trim them) a call is
+    only in ``additional_kwargs.tool_calls`` (OpenAI) or a ``tool_use`` block
+    (Anthropic): the call was lost and its result became user text."""
+    messages = [
+        {"type": "human", "data": {"content": "Add 2 and 3, then read a.txt"}},
+        {"type": "ai", "data": {"content": "", "additional_kwargs": {"tool_calls": [
+            {"id": "o1", "type": "function",
+             "function": {"name": "add", "arguments": "{\"a\": 2, \"b\": 3}"}}]}}},
+        {"type": "tool", "data": {"content": "5", "tool_call_id": "o1"}},
+        {"type": "ai", "data": {"content": [
+            {"type": "text", "text": "Reading it."},
+            {"type": "tool_use", "id": "t1", "name": "read", "input": {"path": "a.txt"}}]}},
+        {"type": "tool", "data": {"content": "alpha", "tool_call_id": "t1"}},
+        {"type": "ai", "data": {"content": [
+            {"type": "tool_use", "id": "t2", "name": "read", "input": {"path": "b.txt"}}],
+            "tool_calls": [{"id": "t2", "name": "read", "args": {"path": "b.txt"}}]}},
+        {"type": "tool", "data": {"content": "beta", "tool_call_id": "t2"}},
+    ]  # fmt: skip
+    source = tmp_path / "lc.json"
+    source.write_text(json.dumps(messages))
+    report = convert("langchain", source, tmp_path / "lc.jsonl")
+    parsed = load_session(tmp_path / "lc.jsonl")
+    assert roles(parsed) == ["user", "assistant", "tool", "assistant", "tool", "assistant", "tool"]
+    calls = [m["tool_calls"] for m in parsed.messages if m.get("tool_calls")]
+    assert [[c["id"] for c in group] for group in calls] == [["o1"], ["t1"], ["t2"]]
+    assert json.loads(calls[1][0]["function"]["arguments"]) == {"path": "a.txt"}
+    assert parsed.messages[3]["content"] == [{"type": "text", "text": "Reading it."}]
+    assert report["repaired"] == {}
+    assert not any("tool_use" in reason for reason in report["dropped"])
+
+
+def test_agents_sdk_javascript_history_items(tmp_path):
+    """The JavaScript SDK's ``result.history`` writes ``callId`` and
+    ``function_call_result``: the convert was a KeyError traceback."""
+    items = [
+        {"type": "message", "role": "user", "content": "Is the door locked?"},
+        {"type": "function_call", "callId": "k1", "name": "check_lock", "arguments": "{}",
+         "status": "completed", "providerData": {"trace": "x"}},
+        {"type": "function_call_result", "callId": "k1", "name": "check_lock",
+         "status": "completed", "output": {"type": "text", "text": "locked"}},
+        {"type": "message", "role": "assistant", "status": "completed",
+         "content": [{"type": "output_text", "text": "Yes, it is locked."}]},
+    ]  # fmt: skip
+    source = tmp_path / "history.json"
+    source.write_text(json.dumps(items))
+    report = convert("openai-agents", source, tmp_path / "ag.jsonl")
+    parsed = load_session(tmp_path / "ag.jsonl")
+    assert roles(parsed) == ["user", "assistant", "tool", "assistant"]
+    assert parsed.messages[2]["content"] == "locked"
+    assert report["repaired"] == {}
+    assert report["dropped"] == {"providerData of JavaScript SDK items (provider metadata)": 1}
+
+
+def test_an_agents_sdk_call_without_an_id_is_a_clear_error(tmp_path):
+    source = tmp_path / "items.json"
+    items = [{"role": "user", "content": "hi"}, {"type": "function_call", "name": "f"}]
+    source.write_text(json.dumps(items))
+    done = ctxengine("convert", "--from", "openai-agents", str(source), str(tmp_path / "o.jsonl"))
+    assert done.returncode == 2
+    assert "item 1: a function_call without a call_id" in done.stderr

@@ -3,8 +3,10 @@
 A session's items (``await session.get_items()``) are Responses API input items; they
 are read from a JSON list, JSONL, or straight from a ``SQLiteSession`` database (table
 ``agent_messages``, one JSON item per row, the first session unless the file holds
-only one). Items the Responses shape here has no form for (hosted tool calls such as
-``web_search_call``) are counted in the report.
+only one). The JavaScript SDK's items (``result.history``, its sessions) are the same
+items in its own protocol (``callId``, a result as ``function_call_result``) and are
+read as Responses items. Items the Responses shape here has no form for (hosted tool
+calls such as ``web_search_call``) are counted in the report.
 """
 
 from __future__ import annotations
@@ -56,10 +58,45 @@ def from_items(items: list[Any]) -> Imported:
     for index, item in enumerate(items):
         if not isinstance(item, dict):
             raise TranscriptError(f"item {index}: expected a JSON object")
+        item = _from_js(item, imported)
         kind = item.get("type") or ("message" if "role" in item else None)
         if kind in KEPT:
+            if kind in ("function_call", "function_call_output") and not item.get("call_id"):
+                raise TranscriptError(f"item {index}: a {kind} without a call_id")
             imported.messages.append({k: v for k, v in item.items() if v is not None})
         else:
             imported.drop(f"'{kind}' items (no function-call form)")
     pair_responses(imported)
     return imported
+
+
+#: The JavaScript SDK's names of Responses fields.
+JS_FIELDS = {"callId": "call_id"}
+
+
+def _from_js(item: dict[str, Any], imported: Imported) -> dict[str, Any]:
+    """A JavaScript SDK item as the Responses item it stands for: ``callId`` is
+    ``call_id``, a ``function_call_result`` a ``function_call_output`` (its output the
+    text the model was given); ``providerData`` has no Responses form and is left out."""
+    if "callId" not in item and "providerData" not in item:
+        return item
+    if item.get("providerData"):
+        imported.drop("providerData of JavaScript SDK items (provider metadata)")
+    out = {JS_FIELDS.get(k, k): v for k, v in item.items() if k != "providerData"}
+    if out.get("type") == "function_call_result":
+        out = {
+            "type": "function_call_output",
+            "call_id": out.get("call_id"),
+            "output": _js_output(out.get("output"), imported),
+        }
+    return out
+
+
+def _js_output(output: Any, imported: Imported) -> str:
+    """A JavaScript SDK tool result's text (``{"type": "text", "text"}`` or a string)."""
+    if isinstance(output, str):
+        return output
+    if isinstance(output, dict) and output.get("type") == "text":
+        return str(output.get("text", ""))
+    imported.repaired["tool results that are not text, kept as JSON text"] += 1
+    return json.dumps(output, ensure_ascii=False)
