@@ -43,6 +43,14 @@ def roles(parsed) -> list[str]:
     return [m["role"] for m in parsed.messages]
 
 
+def converted(tmp_path: Path, source_format: str, value: object, name: str = "in"):
+    """``value`` written as a JSON transcript and converted: the report and the session."""
+    source = tmp_path / f"{name}.json"
+    source.write_text(json.dumps(value))
+    report = convert(source_format, source, tmp_path / f"{name}.jsonl")
+    return report, load_session(tmp_path / f"{name}.jsonl")
+
+
 def test_claude_code_session(tmp_path):
     report = convert("claude-code", SAMPLES / "claude-code.jsonl", tmp_path / "cc.jsonl")
     parsed = load_session(tmp_path / "cc.jsonl")
@@ -176,10 +184,7 @@ def test_a_responses_transcript_opening_with_the_agent_gets_an_opening_user_mess
         {"type": "message", "role": "assistant",
          "content": [{"type": "output_text", "text": "The March one."}]},
     ]  # fmt: skip
-    source = tmp_path / "items.json"
-    source.write_text(json.dumps(items))
-    report = convert("openai-agents", source, tmp_path / "ag.jsonl")
-    parsed = load_session(tmp_path / "ag.jsonl")
+    report, parsed = converted(tmp_path, "openai-agents", items, "ag")
     assert roles(parsed) == ["user", "assistant", "user", "assistant"]
     assert parsed.messages[0]["content"] == "[the transcript starts here]"
     assert report["repaired"] == {"conversations that did not open with a user message": 1}
@@ -387,10 +392,9 @@ def test_openhands_context_and_errors_the_model_saw_are_kept(tmp_path):
         "message": "",
         "content": "Parameter 'command' is expected to be one of ['view', 'create']",
     }
-    source = tmp_path / "events.json"
-    source.write_text(json.dumps([*events[:2], recall, *events[2:], error]))
-    report = convert("openhands", source, tmp_path / "oh.jsonl")
-    parsed = load_session(tmp_path / "oh.jsonl")
+    report, parsed = converted(
+        tmp_path, "openhands", [*events[:2], recall, *events[2:], error], "oh"
+    )
     users = [m["content"] for m in parsed.messages if m["role"] == "user"]
     assert any("localhost:50111" in text and "2025-06-04" in text for text in users)
     assert users[-1] == error["content"] + "\n[Error occurred in processing last action]"
@@ -441,10 +445,7 @@ def test_openhands_v1_tools_and_added_context_are_kept(tmp_path):
     events[0]["tools"] = [tool, sdk_tool]  # a schema, and the SDK's own form (none)
     events[0]["dynamic_context"] = {"type": "text", "text": "<CURRENT_DATETIME>2025-06-05"}
     events[1]["extended_content"] = [{"type": "text", "text": "<EXTRA_INFO>skill: ports"}]
-    source = tmp_path / "events.json"
-    source.write_text(json.dumps(document))
-    report = convert("openhands", source, tmp_path / "oh.jsonl")
-    parsed = load_session(tmp_path / "oh.jsonl")
+    report, parsed = converted(tmp_path, "openhands", document, "oh")
     assert parsed.system_prompt.endswith("<CURRENT_DATETIME>2025-06-05")
     asked = next(m for m in parsed.messages if m["role"] == "user")
     assert asked["content"].endswith("<EXTRA_INFO>skill: ports")
@@ -592,10 +593,7 @@ def test_langgraph_streamed_messages_and_langsmith_runs_convert(tmp_path):
         ("llm-run", run, ["user", "assistant"]),
         ("graph-run", graph_run, ["user", "assistant"]),
     ]:
-        source = tmp_path / f"{name}.json"
-        source.write_text(json.dumps(value))
-        report = convert("langchain", source, tmp_path / f"{name}.jsonl")
-        parsed = load_session(tmp_path / f"{name}.jsonl")
+        report, parsed = converted(tmp_path, "langchain", value, name)
         assert roles(parsed) == expected, name
         assert report["repaired"] == {}, name
     parsed = load_session(tmp_path / "state.jsonl")
@@ -624,10 +622,7 @@ def test_langchain_calls_only_in_the_providers_form_are_kept(tmp_path):
             "tool_calls": [{"id": "t2", "name": "read", "args": {"path": "b.txt"}}]}},
         {"type": "tool", "data": {"content": "beta", "tool_call_id": "t2"}},
     ]  # fmt: skip
-    source = tmp_path / "lc.json"
-    source.write_text(json.dumps(messages))
-    report = convert("langchain", source, tmp_path / "lc.jsonl")
-    parsed = load_session(tmp_path / "lc.jsonl")
+    report, parsed = converted(tmp_path, "langchain", messages, "lc")
     assert roles(parsed) == ["user", "assistant", "tool", "assistant", "tool", "assistant", "tool"]
     calls = [m["tool_calls"] for m in parsed.messages if m.get("tool_calls")]
     assert [[c["id"] for c in group] for group in calls] == [["o1"], ["t1"], ["t2"]]
@@ -649,10 +644,7 @@ def test_agents_sdk_javascript_history_items(tmp_path):
         {"type": "message", "role": "assistant", "status": "completed",
          "content": [{"type": "output_text", "text": "Yes, it is locked."}]},
     ]  # fmt: skip
-    source = tmp_path / "history.json"
-    source.write_text(json.dumps(items))
-    report = convert("openai-agents", source, tmp_path / "ag.jsonl")
-    parsed = load_session(tmp_path / "ag.jsonl")
+    report, parsed = converted(tmp_path, "openai-agents", items, "ag")
     assert roles(parsed) == ["user", "assistant", "tool", "assistant"]
     assert parsed.messages[2]["content"] == "locked"
     assert report["repaired"] == {}
