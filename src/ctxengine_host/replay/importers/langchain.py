@@ -163,10 +163,12 @@ def _tool_calls(data: dict[str, Any], index: int) -> list[dict[str, Any]]:
 CALL_BLOCKS = frozenset({"tool_use", "tool_call", "function_call"})
 
 
+def _is_call_block(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("type") in CALL_BLOCKS
+
+
 def _call_blocks(content: Any) -> list[dict[str, Any]]:
-    if not isinstance(content, list):
-        return []
-    return [b for b in content if isinstance(b, dict) and b.get("type") in CALL_BLOCKS]
+    return [b for b in content if _is_call_block(b)] if isinstance(content, list) else []
 
 
 def _content(content: Any, imported: Imported) -> Any:
@@ -182,7 +184,7 @@ def _content(content: Any, imported: Imported) -> Any:
             parts.append({"type": "text", "text": str(block.get("text", ""))})
         elif isinstance(block, dict) and block.get("type") == "image_url":
             parts.append({"type": "image_url", "image_url": block.get("image_url")})
-        elif not (isinstance(block, dict) and block.get("type") in CALL_BLOCKS):
+        elif not _is_call_block(block):
             kind = block.get("type") if isinstance(block, dict) else type(block).__name__
             imported.drop(f"content blocks of type {kind!r} (no Chat form)")
     return parts
