@@ -128,8 +128,42 @@ def namespace_for(settings: LcmConfig, store_id: str | None) -> str:
     return f"store:{store_id}" if store_id else ""
 
 
+#: The longest session id the engine takes: every row of a session is keyed by it, and
+#: PostgreSQL's index refuses an entry over ~2,700 bytes (four UTF-8 bytes a character).
+MAX_SESSION_ID_CHARS = 512
+
+
+def checked_session_id(session_id: object) -> str:
+    """``session_id`` as the store keys it, or the reason it cannot be one.
+
+    An engine driven without a host takes its ids as a framework or gateway writes them,
+    so every backend must keep any id it takes as given: PostgreSQL text holds no NUL and
+    its index no entry past ~2,700 bytes, where SQLite takes both. Such an id is refused
+    before any statement, alike on both backends (mapping it to a storable one could merge
+    two sessions' histories)."""
+    if not isinstance(session_id, str):
+        raise TypeError(f"session id must be a str, got {type(session_id).__name__}")
+    problem = (
+        "is empty"
+        if not session_id
+        else "holds a NUL character"
+        if "\x00" in session_id
+        else f"has {len(session_id)} characters (at most {MAX_SESSION_ID_CHARS})"
+        if len(session_id) > MAX_SESSION_ID_CHARS
+        else None
+    )
+    if problem is not None:
+        raise ValueError(
+            f"session id {session_id[:40]!r} {problem}; use an id of 1-{MAX_SESSION_ID_CHARS} "
+            "characters without NUL, e.g. the framework's own session id"
+        )
+    return session_id
+
+
 def session_key(namespace: str, session_id: str) -> str:
-    """A session's key in the LCM store, ``<namespace>#<session id>`` (session ids never
-    hold ``#``), or the bare id without a namespace (and for histories stored before
-    namespaces existed)."""
+    """A session's key in the LCM store, ``<namespace>#<session id>``, or the bare id
+    without a namespace (and for histories stored before namespaces existed). A namespace
+    never holds ``#`` (a configured one is checked by its pattern, a host's store id is
+    hex), so a key splits at its first ``#`` whatever the id holds."""
+    session_id = checked_session_id(session_id)
     return f"{namespace}#{session_id}" if namespace else session_id

@@ -22,6 +22,7 @@ from typing import Any
 
 from ctxengine_host.contract.context import EngineContext
 from ctxengine_host.contract.engine import ContextEngine
+from ctxengine_host.contract.messages import MAX_UID_CHARS, uid_problem
 from ctxengine_host.contract.models import (
     AssembleResult,
     BootstrapResult,
@@ -47,7 +48,13 @@ from .assembly import (
 )
 from .backend import open_lcm_store
 from .compaction import Compactor, pinned_task
-from .config import LcmConfig, namespace_for, resolve_database_path, session_key
+from .config import (
+    LcmConfig,
+    checked_session_id,
+    namespace_for,
+    resolve_database_path,
+    session_key,
+)
 from .render import context_message, derived_uid, large_output_stub, summary_message, to_new_message
 from .store import (
     Appended,
@@ -161,7 +168,10 @@ class LcmEngine(ContextEngine):
         return session_key(self.namespace, session_id)
 
     def _use_session(self, session_id: str | None) -> None:
+        """Make ``session_id`` current (None or "": the current one goes on); an id the
+        store cannot key is refused before the engine switches to it."""
         if session_id and session_id != self._session_id:
+            checked_session_id(session_id)
             self._session_id = session_id
             self._conversation_id = None
             self._forget_caches()
@@ -825,6 +835,11 @@ class LcmEngine(ContextEngine):
         uid = message.get("message_uid")
         if not isinstance(uid, str) or not uid:
             uid = derived_uid(conversation_id, position or 0, message)
+        elif (problem := uid_problem(uid)) is not None:
+            raise ValueError(
+                f"message_uid {uid[:40]!r} {problem}: no store keeps it as given; give ids of "
+                f"at most {MAX_UID_CHARS} characters without NUL, or none (one is derived)"
+            )
         stub_tokens = None
         if message.get("role") == "tool" and tokens > self._large_output_limit():
             stub = large_output_stub(message, uid, tokens, self.settings.large_output_preview_chars)

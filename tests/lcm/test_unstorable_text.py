@@ -6,8 +6,11 @@ UTF-16 surrogate left by a truncation; UTF-8 cannot encode it). Each failed the 
 from __future__ import annotations
 
 import json
+import secrets
 
+import pytest
 from conftest import make_engine, turn, uid
+from pg.fixtures import fresh_schema_url
 from test_tenancy import exported_archive
 
 from ctxengine_lcm.archive import LcmArchiver
@@ -123,3 +126,64 @@ def test_a_nul_in_a_call_id_or_a_tool_name_is_stored_and_given_back(tmp_path, da
     call_hit = next(r for r in found["results"] if r["role"] == "assistant")
     assert "8431" in json.dumps(call_hit["tool_results"])
     engine.dispose()
+
+
+@pytest.mark.parametrize(
+    ("session_id", "problem"),
+    [("chat\x00one", "NUL"), ("x" * 600, "600 characters"), (7, "int")],
+)
+def test_a_session_id_no_store_keeps_as_given_is_refused_alike_on_both_backends(
+    tmp_path, database, session_id, problem
+):
+    """An engine driven without a host takes its session ids as given. A NUL in one made
+    PostgreSQL fail the statement (psycopg's DataError, the engine then quarantined) while
+    SQLite kept it, and an id too long for PostgreSQL's index failed there alone; each is
+    refused before the store is touched, with the rule, on both backends."""
+    engine = make_engine(tmp_path, database=database, session="s")
+    engine.ingest("s", turn(0))
+    with pytest.raises((ValueError, TypeError), match="session id") as refused:
+        engine.on_session_start(session_id)
+    assert problem in str(refused.value)
+    # Nothing was switched to it: the engine goes on with its session.
+    assert engine.get_status()["stored_messages"] == len(turn(0))
+    engine.dispose()
+
+
+@pytest.mark.parametrize(("uid", "problem"), [("u" * 3000, "3000 characters"), ("a\x00b", "NUL")])
+def test_a_message_uid_no_store_keeps_as_given_is_refused_alike_on_both_backends(
+    tmp_path, database, uid, problem
+):
+    """A caller's own ``message_uid`` keys the row. PostgreSQL's index refused a long one
+    (reported as a lost connection, "retry it") and its text a NUL, where SQLite kept
+    both; the batch is refused before any statement, with the rule, on both."""
+    engine = make_engine(tmp_path, database=database, session="s")
+    batch = turn(0)
+    batch[1]["message_uid"] = uid
+    with pytest.raises(ValueError, match="message_uid") as refused:
+        engine.ingest("s", batch)
+    assert problem in str(refused.value)
+    assert engine.get_status()["stored_messages"] == 0  # nothing of the batch
+    engine.ingest("s", turn(1))
+    assert engine.get_status()["stored_messages"] == len(turn(1))
+    engine.dispose()
+
+
+@pytest.mark.postgres
+def test_a_statement_the_server_refuses_is_not_reported_as_a_lost_connection(pg_database):
+    """PostgreSQL refusing a statement (an index entry past its size limit, a statement
+    timeout) leaves the connection whole: the error is the server's, with what was rolled
+    back, not "the connection failed, retry it". A regex scan's page past its statement
+    timeout ends the scan (the store catches the timeout), where it failed the grep."""
+    import psycopg
+
+    from ctxengine_lcm.pg_store import PgLcmStore
+    from ctxengine_lcm.store import NewMessage
+
+    store = PgLcmStore(fresh_schema_url(pg_database), statement_timeout_seconds=0.05)
+    conversation = store.current_conversation("s")
+    row = NewMessage(secrets.token_hex(1600), "user", "hi", "{}", None, None, 1, 1, False, 0.0, "d")
+    with pytest.raises(psycopg.errors.ProgramLimitExceeded) as refused:
+        store.append(conversation.id, [row])
+    assert "nothing of this operation was committed" in "".join(refused.value.__notes__)
+    assert store._scan_page("SELECT pg_sleep(0.5)", ()) is None
+    assert store.append(conversation.id, [row._replace(message_uid="short")]).count == 1

@@ -3,12 +3,14 @@ retries, a server that goes away mid-write, schemas that are behind, shared quar
 
 from __future__ import annotations
 
+import secrets
 import threading
 import uuid
 
 import pytest
 
 from ctxengine_host.runtime.host import ContextHost
+from ctxengine_host.runtime.validity import ValidityError
 from ctxengine_host.stores import pg
 from ctxengine_host.stores.backends import open_store
 from ctxengine_host.stores.pg_quarantine import PgQuarantineLog
@@ -234,3 +236,21 @@ def test_a_url_with_server_options_and_a_schema_keeps_both(pg_database):
             "current_schema()"
         ).fetchone()
     assert shown == ("4321ms", "5MB", target.schema)
+
+
+def test_a_message_uid_the_index_cannot_hold_is_refused_before_anything_is_stored(pg_url):
+    """A caller keeps its own ``message_uid`` (a session file, a gateway's item ids). One of
+    3,200 characters failed the write here, reported as a lost connection ("retry it"),
+    where the SQLite store kept it: it is refused with the rule on both."""
+    host = ContextHost("legacy", model="gpt-4", context_length=8192, store_path=pg_url,
+                       observers=[])  # fmt: skip
+    try:
+        session = host.open_session("s")
+        long_uid = secrets.token_hex(1600)
+        with pytest.raises(ValidityError, match=r"'message_uid' .* has 3200 characters"):
+            session.add_messages([{"role": "user", "content": "hi", "message_uid": long_uid}])
+        assert host.store.count_rows("s") == 0
+        session.add_messages([{"role": "user", "content": "hi", "message_uid": "mine-1"}])
+        assert [m["message_uid"] for m in session.messages()] == ["mine-1"]
+    finally:
+        host.close()

@@ -39,6 +39,11 @@ def session(make_host):
             [{"role": "user", "content": "a"}, {"role": "system", "content": "late"}],
             "allowed only at the start",
         ),
+        (
+            [{"role": "user", "content": "a", "message_uid": "u" * 300}],
+            r"'message_uid' 'uuuu.* has 300 characters",
+        ),
+        ([{"role": "user", "content": "a", "message_uid": "a\x00b"}], "holds a NUL"),
     ],
 )
 def test_bad_messages_are_rejected_and_nothing_is_stored(session, messages, needle):

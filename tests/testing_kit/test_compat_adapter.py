@@ -172,3 +172,21 @@ def test_clones_are_independent_adapters(context):
     assert isinstance(clone, FrameworkEngineAdapter) and clone.engine is not adapter.engine
     clone.update_model("gpt-4", 1000)
     assert adapter.context_length == 8000
+
+
+def test_a_framework_message_uid_no_store_keeps_is_replaced_by_the_views_own():
+    """A framework's message may carry its own ``message_uid``; the view keeps it as the
+    engine's key, but one no store keeps as given (3,000 characters: PostgreSQL's index
+    refused the engine's write; a NUL) gets the uid the view gives a message without."""
+    from ctxengine_host.discovery.compat.host_view import HostView
+
+    view = HostView("s")
+    history = [
+        {"role": "user", "content": "kept", "message_uid": "fw-own-1"},
+        {"role": "user", "content": "long", "message_uid": "u" * 3000},
+        {"role": "user", "content": "nul", "message_uid": "a\x00b"},
+    ]
+    uids = [m["message_uid"] for m in view.take_new(history)]
+    assert uids[0] == "fw-own-1"
+    assert all(len(uid) <= 64 and "\x00" not in uid for uid in uids[1:])
+    assert len(set(uids)) == 3

@@ -14,6 +14,24 @@ Message = dict[str, Any]
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+#: The longest ``message_uid`` a caller may give: the stores index rows by it, and
+#: PostgreSQL's index refuses an entry over ~2,700 bytes (four UTF-8 bytes a character),
+#: where SQLite takes any length. Uids are ids (ours are 32 hex digits, providers' ~30-60).
+MAX_UID_CHARS = 256
+
+
+def uid_problem(uid: str) -> str | None:
+    """Why a caller's ``message_uid`` cannot key a stored row on every backend, or None:
+    PostgreSQL text holds no NUL and its index no long entry."""
+    if not uid:
+        return "is empty"
+    if "\x00" in uid:
+        return "holds a NUL character"
+    if len(uid) > MAX_UID_CHARS:
+        return f"has {len(uid)} characters (at most {MAX_UID_CHARS})"
+    return None
+
+
 def well_formed(message: Message) -> tuple[Message, int]:
     """``message`` with every lone UTF-16 surrogate in its keys and texts replaced by
     U+FFFD (two that make a character joined into it), and how many surrogates were

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from operator import is_
 from typing import Any
 
+from ..contract.messages import MAX_UID_CHARS, uid_problem
+
 Message = dict[str, Any]
 
 KNOWN_ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
@@ -58,6 +60,12 @@ def message_problem(message: Any, index: int) -> str | None:
         )
     if role == "tool" and not isinstance(message.get("tool_call_id"), str):
         return f"message {index} is a tool result without a string 'tool_call_id'"
+    uid = message.get("message_uid")
+    if isinstance(uid, str) and uid and (problem := uid_problem(uid)) is not None:
+        return (
+            f"message {index}: its 'message_uid' {uid[:40]!r} {problem}; give ids of at most "
+            f"{MAX_UID_CHARS} characters without NUL, or none (the host gives each message one)"
+        )
     calls = message.get("tool_calls")
     if calls is not None:
         if role != "assistant":

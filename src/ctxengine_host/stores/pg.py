@@ -219,7 +219,9 @@ def transaction(pool: Any, target: PgTarget, what: str) -> Iterator[Any]:
     A connection the server dropped while it sat in the pool fails at ``BEGIN``, before
     any of the work was sent: the transaction starts again on a fresh connection. A
     connection that breaks later becomes :class:`PgUnavailable` naming the operation
-    (the server rolled the work back).
+    (the server rolled the work back); a statement the server refused (an index entry
+    over its size limit, a statement timeout) is raised as psycopg raised it, rolled back
+    too: it is not a lost connection, and the same work would be refused again.
     """
     import psycopg
 
@@ -240,6 +242,9 @@ def transaction(pool: Any, target: PgTarget, what: str) -> Iterator[Any]:
         with stack:
             yield conn
     except psycopg.OperationalError as exc:
+        if not _connection_lost(exc):  # refused (a limit, a timeout): retrying cannot help
+            exc.add_note(f"{what}: nothing of this operation was committed")
+            raise
         raise PgUnavailable(
             f"{what}: the connection to {target.label} failed ({first_line(exc)}); nothing "
             "of this operation was committed, retry it"
@@ -269,7 +274,9 @@ def read_many(
             with pool.connection() as conn:
                 return _fetch_all(conn, statements)
         except psycopg.OperationalError as exc:
-            if attempt == 2 or not _connection_lost(exc):
+            if not _connection_lost(exc):
+                raise
+            if attempt == 2:
                 raise PgUnavailable(
                     f"{what}: the connection to {target.label} failed ({first_line(exc)})"
                 ) from exc
@@ -379,10 +386,12 @@ class DeadlineReads:
 
 
 def _connection_lost(exc: BaseException) -> bool:
-    """A broken connection (retry may help), not a query the server refused."""
-    import psycopg
-
-    return not isinstance(exc, psycopg.errors.QueryCanceled)
+    """A broken connection (retry may help), not a statement the server refused. An error
+    the server answered with has a SQLSTATE; of those only class 08 (connection
+    exceptions) and 57P (the server shutting down, or not up yet) mean the connection
+    is gone. One without (psycopg's own: the socket closed) is a lost connection."""
+    sqlstate = getattr(exc, "sqlstate", None)
+    return sqlstate is None or sqlstate.startswith(("08", "57P"))
 
 
 # Advisory locks.

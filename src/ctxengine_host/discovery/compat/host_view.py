@@ -26,7 +26,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
-from ...contract.messages import content_text
+from ...contract.messages import content_text, uid_problem
 from ...json_text import json_dumper
 
 Message = dict[str, Any]
@@ -123,8 +123,8 @@ class HostView:
                 continue
             self._ordinal += 1
             uid = message.get("message_uid")
-            if not isinstance(uid, str) or not uid:
-                uid = self._uid(prints[index])
+            if not isinstance(uid, str) or uid_problem(uid) is not None:
+                uid = self._uid(prints[index])  # none, or one no store could key the row by
             fresh.append({**message, "message_uid": uid})
         self._known = prints
         return fresh
