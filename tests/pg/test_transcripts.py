@@ -9,6 +9,7 @@ import uuid
 
 import pytest
 
+from ctxengine_host.contract.engine import ContextEngine
 from ctxengine_host.runtime.host import ContextHost
 from ctxengine_host.runtime.validity import ValidityError
 from ctxengine_host.stores import pg
@@ -252,5 +253,63 @@ def test_a_message_uid_the_index_cannot_hold_is_refused_before_anything_is_store
         assert host.store.count_rows("s") == 0
         session.add_messages([{"role": "user", "content": "hi", "message_uid": "mine-1"}])
         assert [m["message_uid"] for m in session.messages()] == ["mine-1"]
+    finally:
+        host.close()
+
+
+class EchoingFailureEngine(ContextEngine):
+    """Fails the way engines often do: its error quotes the input it choked on (here a
+    tool output printing a path with an embedded null byte, and half of an emoji)."""
+
+    name = "echoing"
+
+    def update_from_response(self, usage):
+        self.last_prompt_tokens = usage["prompt_tokens"]
+
+    def should_compress(self, prompt_tokens=None):
+        return False
+
+    def compress(self, messages, current_tokens=None, focus_topic=None):
+        return messages
+
+    def ingest(self, session_id, messages):
+        raise ValueError(f"cannot parse {messages[-1]['content']!s}")
+
+
+def test_an_engine_error_quoting_a_nul_is_recorded_and_the_turn_falls_back(pg_url):
+    """The quarantine record of a failing engine goes to the database. An error message
+    holding NUL (or half of a character) failed that write, and with it the fallback:
+    the turn raised instead of going on with the default engine. The record keeps the
+    message with U+FFFD in their place; a record that cannot be written at all does not
+    stop the fallback either (the record is a diagnosis, the fallback the recovery)."""
+    from ctxengine_host.runtime.isolation import forget_quarantine, is_quarantined
+
+    forget_quarantine()
+    host = ContextHost(EchoingFailureEngine(), model="gpt-4", context_length=8192,
+                       store_path=pg_url, observers=[])  # fmt: skip
+    try:
+        session = host.open_session("s")
+        session.add_user_message("read /tmp/test\x00file.py \ud83d")
+        session.build_request()
+        session.record_response({"role": "assistant", "content": "ok"}, USAGE)
+        report = session.finish_turn()
+        assert report.mode == "fallback" and report.engine == "legacy"
+        assert is_quarantined("echoing")
+        (record,) = PgQuarantineLog(pg_url).records("echoing")
+        assert "test\ufffdfile.py \ufffd" in record.reason
+    finally:
+        host.close()
+        forget_quarantine()
+
+
+def test_a_system_prompt_holding_nul_is_refused_before_the_session_opens(pg_url):
+    host = ContextHost("legacy", model="gpt-4", context_length=8192, store_path=pg_url,
+                       observers=[])  # fmt: skip
+    try:
+        with pytest.raises(ValueError, match="system_prompt holds a NUL character"):
+            host.open_session("s", system_prompt="You are\x00 a bot")
+        session = host.open_session("s", system_prompt="You are a bot")
+        session.add_user_message("hi")
+        assert session.build_request().messages[0] == {"role": "system", "content": "You are a bot"}
     finally:
         host.close()

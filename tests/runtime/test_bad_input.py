@@ -177,6 +177,18 @@ def test_bad_session_ids_and_types(make_host):
         make_host(QuietEngine(), context_length=-5)
 
 
+@pytest.mark.parametrize("prompt", ["You are\x00 a bot", "You are \ud83d a bot"])
+def test_a_system_prompt_no_store_keeps_is_refused_when_the_session_opens(make_host, prompt):
+    """The session's store keeps its system prompt as given: PostgreSQL's text cannot hold
+    a NUL (psycopg's DataError when the session opened there, where SQLite kept it) and
+    UTF-8 no half of a character; the prompt is refused on both, before anything is
+    stored."""
+    host = make_host(QuietEngine())
+    with pytest.raises(ValueError, match="system_prompt holds a NUL character or half"):
+        host.open_session("s", system_prompt=prompt)
+    assert host.open_session("s", system_prompt="You are a bot").session_id == "s"
+
+
 def test_a_single_dict_instead_of_a_list_is_named(session):
     with pytest.raises(ValidityError, match="wrap a single message in a list"):
         session.add_messages({"role": "user", "content": "hi"})

@@ -114,3 +114,24 @@ def test_the_default_engine_is_prepared_when_it_takes_over_during_open(make_host
     assert session.guard.handle.name == "legacy"
     assert session.guard.engine.context_length == 8192
     assert session.tools == [t for t in session.tools if t["function"]["name"] != "recall"]
+
+
+def test_a_quarantine_record_that_cannot_be_written_does_not_stop_the_fallback(
+    make_host, reference, monkeypatch, caplog
+):
+    """The record is a diagnosis, the fallback the recovery: a log that fails (a database
+    that refuses the row or is gone, not only a file that cannot be written) is logged and
+    the turn goes on with the default engine."""
+
+    def refuse(self, engine, method, reason):
+        raise RuntimeError("the database refused the record")
+
+    monkeypatch.setattr(QuarantineLog, "record", refuse)
+    engine = faulty_engine("select_context", "raise")
+    engine.compress_on_prompt_tokens = {222}
+    host = make_host(engine)
+    reports = drive(host)
+    assert transcript(host) == reference
+    assert reports[-1].mode == "fallback" and reports[-1].engine == "legacy"
+    assert is_quarantined("faulty")
+    assert "could not write the quarantine record" in caplog.text

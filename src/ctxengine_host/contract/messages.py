@@ -44,6 +44,12 @@ def well_formed(message: Message) -> tuple[Message, int]:
     return (repaired, count) if count else (message, 0)
 
 
+def well_formed_text(text: str) -> str:
+    """``text`` with each lone UTF-16 surrogate replaced by U+FFFD, as :func:`well_formed`
+    does in a message."""
+    return _repaired(text)[0]  # type: ignore[no-any-return]
+
+
 def _repaired(value: Any) -> tuple[Any, int]:
     if isinstance(value, str):
         found = len(_SURROGATE.findall(value))

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..config import LoadedConfig, load_config
 from ..contract.context import EngineContext
+from ..contract.messages import well_formed_text
 from ..contract.models import HOST_CAPABILITIES, RuntimeSettings, SummaryResult
 from ..contract.signatures import call_declared, missing_required
 from ..discovery.plugins import LoadedPlugins, load_plugins, summarizer_plugin_manager
@@ -441,6 +442,14 @@ class ContextHost:
                 )
         if system_prompt is not None and not isinstance(system_prompt, str):
             raise TypeError(f"system_prompt must be a str, got {type(system_prompt).__name__}")
+        if system_prompt and (
+            "\x00" in system_prompt or well_formed_text(system_prompt) != system_prompt
+        ):
+            raise ValueError(
+                "system_prompt holds a NUL character or half of a character (a lone UTF-16 "
+                "surrogate): the session's store keeps the prompt as given and cannot hold "
+                "either; remove them"
+            )
         if tools is not None and (
             not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools)
         ):

@@ -527,7 +527,7 @@ class EngineGuard:
                 log.warning("engine %r quarantined after %s(): %s", failed.name, method, reason)
                 try:
                     self.quarantine.record(failed.name, method, reason)
-                except OSError as exc:
+                except Exception as exc:  # a diagnosis: it must not stop the recovery
                     log.error("could not write the quarantine record: %s", exc)
             with _quarantine_lock:
                 _quarantined.add(failed.name)

@@ -11,6 +11,7 @@ import os
 import time
 from pathlib import Path
 
+from ..contract.messages import well_formed_text
 from .pg import open_checked, parse_url, read, transaction
 from .pg_schemas import QUARANTINE_SCHEMA
 from .quarantine import QuarantineLog, QuarantineRecord
@@ -25,7 +26,11 @@ class PgQuarantineLog:
         self._pool = open_checked(self.target, QUARANTINE_SCHEMA)
 
     def record(self, engine: str, method: str, reason: str) -> QuarantineRecord:
-        rec = QuarantineRecord(engine, method, reason[:2000], time.time(), os.getpid())
+        """Append a record. The reason is an engine's error message, which often quotes
+        the input it failed on: NUL and half characters, which PostgreSQL's text cannot
+        hold, are kept as U+FFFD."""
+        reason = well_formed_text(reason[:2000]).replace("\x00", "\ufffd")
+        rec = QuarantineRecord(engine, method, reason, time.time(), os.getpid())
         with transaction(self._pool, self.target, "recording a quarantine") as conn:
             conn.execute(
                 "INSERT INTO quarantine_records(engine, method, reason, time, pid, host)"
