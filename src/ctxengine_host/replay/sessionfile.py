@@ -551,6 +551,15 @@ def _check_sequence(parsed: ParsedSession) -> None:
                         "top or make it a user message",
                     )
                 )
+            elif "\x00" in message_text(message):
+                parsed.problems.append(
+                    Problem(
+                        line,
+                        f"the {role} message holds a NUL character; it becomes the session's "
+                        "system prompt, which the runtime's store keeps as given and no store "
+                        "can hold NUL: remove it",
+                    )
+                )
             continue
         if not seen_other and role != "user":
             parsed.problems.append(
