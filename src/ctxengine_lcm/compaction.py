@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from ctxengine_host.contract.messages import well_formed_text
+
 from .config import MIN_LEAF_SOURCE_TOKENS, LcmConfig
 from .render import context_message, source_block, storable_text, summary_message
 from .store import ContextItem, LcmStore, NewSummary, StoredSummary
@@ -453,7 +455,9 @@ class Compactor:
         result = self.context.summarize(
             content, target_tokens=target_tokens, focus_topic=focus_topic
         )
-        text = (result.text or "").strip()
+        # A model's text may hold half of a character (its JSON can carry "\ud83d" alone),
+        # which no store can encode: kept as U+FFFD, as in a message.
+        text = well_formed_text((result.text or "").strip())
         level = int(result.level)
         limit = max(16, min(int(target_tokens * 1.5), source_tokens // 2))
         if not text or self.context.count_tokens(text) > limit:

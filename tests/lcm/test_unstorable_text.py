@@ -9,7 +9,7 @@ import json
 import secrets
 
 import pytest
-from conftest import make_engine, turn, uid
+from conftest import headline_summarize, make_engine, turn, uid
 from pg.fixtures import fresh_schema_url
 from test_tenancy import exported_archive
 
@@ -187,3 +187,30 @@ def test_a_statement_the_server_refuses_is_not_reported_as_a_lost_connection(pg_
     assert "nothing of this operation was committed" in "".join(refused.value.__notes__)
     assert store._scan_page("SELECT pg_sleep(0.5)", ()) is None
     assert store.append(conversation.id, [row._replace(message_uid="short")]).count == 1
+
+
+def test_a_summary_holding_half_a_character_is_stored_and_compaction_goes_on(tmp_path, database):
+    """A model's summary may hold half of a character (its JSON can carry ``\\ud83d``
+    alone, echoing a tool output cut through an emoji). UTF-8 cannot encode it: the
+    summary's write failed on both backends, the sweep ended as a summarizer error, and
+    every later sweep met the same chunk, so the session never compacted again. It is
+    stored with U+FFFD in its place, as a message is."""
+
+    def echoing(content, target_tokens, focus_topic=None, previous=None):
+        made = headline_summarize(content, target_tokens, focus_topic, previous)
+        return made.model_copy(update={"text": f"{made.text} read emoji \ud83d cut"})
+
+    engine = make_engine(tmp_path, database=database, session="s")
+    engine.context._summarize = echoing
+    history: list[dict] = []
+    for n in range(60):
+        batch = turn(n, words=200)
+        history += batch
+        engine.ingest("s", batch)
+    engine.compress(history, force=True)
+    summaries = engine.get_status()["context_summaries_by_depth"]
+    assert sum(summaries.values()) >= 2, summaries
+    found = json.loads(engine.handle_tool_call("lcm_grep", {"pattern": "emoji", "limit": 5}))
+    summary = next(r for r in found["results"] if r["kind"] == "summary")
+    assert "emoji \ufffd cut" in summary["snippet"]
+    engine.dispose()
