@@ -246,3 +246,14 @@ def test_has_transcript_says_whether_the_rendered_transcript_is_empty(content):
     from ctxengine_host.summarizer.render import has_transcript, render_transcript
 
     assert has_transcript(content) == bool(render_transcript(content))
+
+
+def test_a_summary_holding_half_a_character_comes_back_well_formed():
+    """A model's JSON can carry ``\\ud83d`` alone (echoing a tool output cut through an
+    emoji): the summary went to the engine as it was, where no store can encode it (LCM's
+    write of it failed) and providers refuse it. It comes back with U+FFFD in its place,
+    as a message is kept."""
+    plugin = ScriptedPlugin({0: "The cache node answers \ud83d on 9000."})
+    result = _service(plugin).summarize(CONTENT, 200)
+    assert result.level == 0
+    assert result.text == "The cache node answers \ufffd on 9000."

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 import pluggy
 
 from ..config import ConfigError
+from ..contract.messages import well_formed_text
 from ..contract.models import SummaryResult
 from ..tokens import TokenCounter
 from .errors import SummarizerError
@@ -213,9 +214,12 @@ class SummarizerService:
         previous: str | None,
         level: int,
     ) -> tuple[str, str]:
+        """The text of one level from a plugin, else the backend, with any half of a
+        character (a model's JSON can carry ``\\ud83d`` alone) made U+FFFD: no store can
+        encode it and providers refuse it, as in a message."""
         plugin_text = self._call_plugins(content, target, focus_topic, previous, level)
         if plugin_text is not None:
-            return plugin_text, "plugin"
+            return well_formed_text(plugin_text), "plugin"
         try:
             text = self.backend.summarize(content, target, focus_topic, previous, level)
         except SummarizerError:
@@ -223,7 +227,7 @@ class SummarizerService:
         except Exception as exc:
             log.exception("summarizer backend %s failed", self.backend_name)
             raise SummarizerError(f"{self.backend_name} summarizer failed: {exc!r}") from exc
-        return text, self.backend_name
+        return well_formed_text(text), self.backend_name
 
     def _call_plugins(
         self,
