@@ -44,6 +44,7 @@ def session(make_host):
             r"'message_uid' 'uuuu.* has 300 characters",
         ),
         ([{"role": "user", "content": "a", "message_uid": "a\x00b"}], "holds a NUL"),
+        ([{"role": "user", "content": "a", "_tool_call_uid": "a\x00b"}], "holds a NUL"),
     ],
 )
 def test_bad_messages_are_rejected_and_nothing_is_stored(session, messages, needle):

@@ -60,12 +60,13 @@ def message_problem(message: Any, index: int) -> str | None:
         )
     if role == "tool" and not isinstance(message.get("tool_call_id"), str):
         return f"message {index} is a tool result without a string 'tool_call_id'"
-    uid = message.get("message_uid")
-    if isinstance(uid, str) and uid and (problem := uid_problem(uid)) is not None:
-        return (
-            f"message {index}: its 'message_uid' {uid[:40]!r} {problem}; give ids of at most "
-            f"{MAX_UID_CHARS} characters without NUL, or none (the host gives each message one)"
-        )
+    for key in ("message_uid", "_tool_call_uid"):  # the stores key rows by them
+        uid = message.get(key)
+        if isinstance(uid, str) and uid and (problem := uid_problem(uid)) is not None:
+            return (
+                f"message {index}: its {key!r} {uid[:40]!r} {problem}; give ids of at most "
+                f"{MAX_UID_CHARS} characters without NUL, or none (the host gives each one)"
+            )
     calls = message.get("tool_calls")
     if calls is not None:
         if role != "assistant":
