@@ -8,8 +8,8 @@ import threading
 import uuid
 
 import pytest
+from runtime.engines import QuietEngine
 
-from ctxengine_host.contract.engine import ContextEngine
 from ctxengine_host.runtime.host import ContextHost
 from ctxengine_host.runtime.validity import ValidityError
 from ctxengine_host.stores import pg
@@ -257,20 +257,11 @@ def test_a_message_uid_the_index_cannot_hold_is_refused_before_anything_is_store
         host.close()
 
 
-class EchoingFailureEngine(ContextEngine):
+class EchoingFailureEngine(QuietEngine):
     """Fails the way engines often do: its error quotes the input it choked on (here a
     tool output printing a path with an embedded null byte, and half of an emoji)."""
 
     name = "echoing"
-
-    def update_from_response(self, usage):
-        self.last_prompt_tokens = usage["prompt_tokens"]
-
-    def should_compress(self, prompt_tokens=None):
-        return False
-
-    def compress(self, messages, current_tokens=None, focus_topic=None):
-        return messages
 
     def ingest(self, session_id, messages):
         raise ValueError(f"cannot parse {messages[-1]['content']!s}")
