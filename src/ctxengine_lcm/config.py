@@ -6,6 +6,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ctxengine_host.contract.messages import key_problem
+
 DEFAULT_DATABASE_NAME = "lcm.db"
 #: A leaf pass over fewer tokens than this would not shrink the context (a summary with its
 #: header costs about as much); also the smallest allowed ``leaf_chunk_tokens``.
@@ -143,15 +145,7 @@ def checked_session_id(session_id: object) -> str:
     two sessions' histories)."""
     if not isinstance(session_id, str):
         raise TypeError(f"session id must be a str, got {type(session_id).__name__}")
-    problem = (
-        "is empty"
-        if not session_id
-        else "holds a NUL character"
-        if "\x00" in session_id
-        else f"has {len(session_id)} characters (at most {MAX_SESSION_ID_CHARS})"
-        if len(session_id) > MAX_SESSION_ID_CHARS
-        else None
-    )
+    problem = key_problem(session_id, MAX_SESSION_ID_CHARS)
     if problem is not None:
         raise ValueError(
             f"session id {session_id[:40]!r} {problem}; use an id of 1-{MAX_SESSION_ID_CHARS} "

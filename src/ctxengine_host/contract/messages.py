@@ -20,16 +20,22 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 MAX_UID_CHARS = 256
 
 
-def uid_problem(uid: str) -> str | None:
-    """Why a caller's ``message_uid`` cannot key a stored row on every backend, or None:
-    PostgreSQL text holds no NUL and its index no long entry."""
-    if not uid:
+def key_problem(key: str, max_chars: int) -> str | None:
+    """Why ``key`` (an id given from outside) cannot key stored rows on every backend, or
+    None: PostgreSQL text holds no NUL and its index no entry over ~2,700 bytes, where
+    SQLite takes both."""
+    if not key:
         return "is empty"
-    if "\x00" in uid:
+    if "\x00" in key:
         return "holds a NUL character"
-    if len(uid) > MAX_UID_CHARS:
-        return f"has {len(uid)} characters (at most {MAX_UID_CHARS})"
+    if len(key) > max_chars:
+        return f"has {len(key)} characters (at most {max_chars})"
     return None
+
+
+def uid_problem(uid: str) -> str | None:
+    """Why a caller's ``message_uid`` cannot key a stored row on every backend, or None."""
+    return key_problem(uid, MAX_UID_CHARS)
 
 
 def well_formed(message: Message) -> tuple[Message, int]:
