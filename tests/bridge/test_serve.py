@@ -245,3 +245,22 @@ def test_half_of_a_character_from_the_gateway_comes_back_whole_or_repaired(tmp_p
         assert client.call("status", sessionId="s7")
     finally:
         client.close()
+
+
+def test_a_tool_answer_echoing_half_of_a_character_reaches_the_gateway(tmp_path):
+    """A gateway's model may send half of a character in a tool's arguments (a JSON escape
+    Node writes for a lone surrogate); ``lcm_grep`` echoes its pattern, and the answer's
+    line could not be encoded as UTF-8: the server failed the call. It goes out with the
+    half as a JSON escape, which the gateway reads back as it sent it."""
+    client = StdioClient(tmp_path, "lcm")
+    try:
+        client.call(
+            "afterTurn", sessionId="t1", base=0, newMessages=[user("zebra"), assistant("ok")]
+        )
+        found = client.call(
+            "callTool", sessionId="t1", name="lcm_grep", arguments={"pattern": "zebra \ud83d"}
+        )
+        assert json.loads(found["text"])["pattern"] == "zebra \ud83d"
+        assert client.call("status", sessionId="t1")
+    finally:
+        assert client.close() == 0

@@ -52,8 +52,15 @@ def error_response(request_id: Any, error: RpcError) -> dict[str, Any]:
 
 
 def encode(message: Any) -> bytes:
-    """One line of the wire: compact JSON, non-ASCII kept, newline-terminated."""
-    return (json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+    """One line of the wire: compact JSON, non-ASCII kept, newline-terminated. A text
+    holding half of a character (a lone surrogate: a tool's answer echoing what the
+    gateway sent) has no UTF-8 form: that line goes out ASCII-escaped, ``\\ud83d`` as
+    the gateway wrote it, instead of failing the answer."""
+    text = json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n"
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return (json.dumps(message, separators=(",", ":")) + "\n").encode()
 
 
 def require_object(params: Any, method: str) -> dict[str, Any]:
