@@ -176,6 +176,21 @@ def test_the_joined_needle_search_agrees_with_the_regex_on_random_texts():
         assert _TextsJoined(texts).holdings(terms) == expected, texts
 
 
+#: Letters whose lowercase depends on context or changes length, and separators.
+_CASING = "ΑΣσςΒ .'\u00ad:İ\u0131\u017fa\n\u0345ǅé"
+
+
+@given(st.lists(st.text(alphabet=_CASING, max_size=8), max_size=5))
+def test_a_join_of_folded_texts_is_the_folded_join(texts: list[str]) -> None:
+    """The wide join reuses each text's lowercase (#17): joined by newlines, the pieces
+    folded one by one are the whole folded (Greek capital sigma's context ends at one)."""
+    from ctxengine_lcm.ranking import _folded, _Join
+
+    aligned = list(range(len(texts)))
+    whole = _Join.of(texts, aligned)
+    assert _Join.of(texts, aligned, [_folded(t) for t in texts]) == whole
+
+
 _WORDS = st.sampled_from(
     ["Retry", "retry", "retries", "RETRY_LIMIT", "limit", "İd", "\u017fet", "set"]
 )
