@@ -4,12 +4,25 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 CTXENGINE = Path(sys.executable).with_name("ctxengine")
+#: How long a test waits for one answer: an unanswered call fails instead of hanging.
+ANSWER_TIMEOUT_S = 120
+
+
+def strict_json(line: bytes) -> Any:
+    """``line`` read as the gateway reads it (Node's ``JSON.parse``: no NaN, no Infinity)."""
+
+    def refuse(name: str) -> Any:
+        raise AssertionError(f"the server wrote {name}, which no JSON reader takes: {line[:200]!r}")
+
+    return json.loads(line, parse_constant=refuse)
 
 
 class StdioClient:
@@ -37,6 +50,16 @@ class StdioClient:
         self._next = 0
         self.answers = answers or {}
         self.server_calls: list[dict[str, Any]] = []
+        self._lines: queue.Queue[bytes] = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        """Hand the server's lines to :meth:`_read` (which can then wait with a timeout);
+        an empty line at the end."""
+        assert self.process.stdout
+        for line in self.process.stdout:
+            self._lines.put(line)
+        self._lines.put(b"")
 
     def send_raw(self, line: bytes) -> dict[str, Any]:
         assert self.process.stdin and self.process.stdout
@@ -47,9 +70,12 @@ class StdioClient:
     def _read(self) -> dict[str, Any]:
         assert self.process.stdout and self.process.stdin
         while True:
-            line = self.process.stdout.readline()
+            try:
+                line = self._lines.get(timeout=ANSWER_TIMEOUT_S)
+            except queue.Empty:
+                raise AssertionError(f"no answer within {ANSWER_TIMEOUT_S} s") from None
             assert line, f"the server died: {self.stderr()}"
-            message = json.loads(line)
+            message = strict_json(line)
             if isinstance(message, dict) and "method" in message:  # a server→plugin call
                 self.server_calls.append(message)
                 result = self.answers[message["method"]](message["params"])

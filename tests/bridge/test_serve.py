@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from ctxengine_host.gateway_bridge.protocol import (
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
@@ -17,6 +19,8 @@ from ctxengine_host.gateway_bridge.protocol import (
 from .client import StdioClient, assistant, user
 
 KEY = "agent:main:main"
+#: Directory engines of these tests (``CTXENGINE_PLUGINS_DIR``).
+ENGINES = Path(__file__).parent / "engines"
 #: A real 1x1 PNG: its header gives the size, so it costs what OpenAI's tile rule says
 #: (a truncated header is priced at the worst case, which this small window cannot hold).
 PNG_1PX = (
@@ -262,5 +266,47 @@ def test_a_tool_answer_echoing_half_of_a_character_reaches_the_gateway(tmp_path)
         )
         assert json.loads(found["text"])["pattern"] == "zebra \ud83d"
         assert client.call("status", sessionId="t1")
+    finally:
+        assert client.close() == 0
+
+
+def test_nan_and_infinity_are_refused_and_the_refusal_answers_the_request(tmp_path):
+    """Python's JSON reader takes ``NaN`` and ``Infinity``; the gateway's does not. A turn
+    holding one was stored and echoed back by ``assemble`` in a line the gateway could not
+    read. It is refused as not JSON, answering the request it came in (its id), and the
+    session goes on."""
+    client = StdioClient(tmp_path, "lcm")
+    turn = '[{"role":"user","content":"hi","timestamp":NaN},{"role":"assistant","content":"ok"}]'
+    line = (
+        '{"jsonrpc":"2.0","id":"t-1","method":"afterTurn","params":{"sessionId":"n1",'
+        f'"base":0,"newMessages":{turn}}}}}\n'
+    )
+    try:
+        refused = client.send_raw(line.encode())
+        assert refused["id"] == "t-1" and refused["error"]["code"] == PARSE_ERROR
+        assert "NaN is not a JSON value" in refused["error"]["message"]
+        infinite = client.send_raw(line.replace("NaN", "-Infinity").encode())
+        assert "-Infinity is not a JSON value" in infinite["error"]["message"]
+        ok = [user("hi"), assistant("ok")]
+        client.call("afterTurn", sessionId="n1", base=0, newMessages=ok)
+        assert len(client.call("assemble", sessionId="n1", historyCount=2)["messages"]) == 2
+    finally:
+        assert client.close() == 0
+
+
+@pytest.mark.parametrize("odd", ["nan", "datetime"])
+def test_an_answer_json_cannot_hold_is_answered_as_an_error(tmp_path, monkeypatch, odd):
+    """An engine's status holding NaN (a line the gateway cannot read) or a datetime (no
+    line at all: the gateway waited for its own timeout) is answered as an internal error
+    naming the problem, to the same request; the server goes on."""
+    monkeypatch.setenv("CTXENGINE_PLUGINS_DIR", str(ENGINES))
+    monkeypatch.setenv("CTXENGINE_TEST_STATUS", odd)
+    client = StdioClient(tmp_path, "oddstatus")
+    try:
+        client.call("afterTurn", sessionId="o1", base=0, newMessages=[user("hi"), assistant("ok")])
+        answer = client.request("status", sessionId="o1")
+        assert answer["error"]["code"] == INTERNAL_ERROR
+        assert "could not be written as JSON" in answer["error"]["message"]
+        assert client.call("assemble", sessionId="o1", historyCount=2)["messages"]
     finally:
         assert client.close() == 0

@@ -7,7 +7,10 @@ unix socket; HTTP carries one value per POST body. See docs/bridge.md.
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
+
+log = logging.getLogger("ctxengine.bridge")
 
 #: Bumped on any incompatible change; the plugin refuses a server with another major.
 PROTOCOL_VERSION = "1.1"
@@ -51,16 +54,82 @@ def error_response(request_id: Any, error: RpcError) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "error": error.to_json()}
 
 
+class NotJson(ValueError):
+    """A line that is JSON but for a ``NaN`` or ``Infinity``; ``request_id`` is the id it
+    carries, so the refusal answers that request instead of none."""
+
+    def __init__(self, message: str, request_id: Any) -> None:
+        super().__init__(message)
+        self.request_id = request_id
+
+
+def decode(data: bytes) -> Any:
+    """One value of the wire. ``NaN`` and ``Infinity`` are not JSON (Python's reader takes
+    them, the gateway's does not): a value holding one is refused (:class:`NotJson`), so
+    it is never stored and echoed back in a line the gateway cannot read."""
+    try:
+        return json.loads(data, parse_constant=_not_json)
+    except _Constant as exc:
+        lenient = json.loads(data)
+        request_id = lenient.get("id") if isinstance(lenient, dict) else None
+        raise NotJson(str(exc), request_id if _is_id(request_id) else None) from None
+
+
+def parse_error(exc: ValueError) -> dict[str, Any]:
+    """The answer to a line :func:`decode` refused (to its request when it names one)."""
+    request_id = exc.request_id if isinstance(exc, NotJson) else None
+    return error_response(request_id, RpcError(PARSE_ERROR, f"not JSON: {exc}"))
+
+
+class _Constant(ValueError):
+    pass
+
+
+def _not_json(name: str) -> Any:
+    raise _Constant(f"{name} is not a JSON value; send a number, null or a string")
+
+
+def _is_id(value: Any) -> bool:
+    """Whether ``value`` can be a request's id (JSON-RPC: a string or a whole number)."""
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
 def encode(message: Any) -> bytes:
     """One line of the wire: compact JSON, non-ASCII kept, newline-terminated. A text
     holding half of a character (a lone surrogate: a tool's answer echoing what the
     gateway sent) has no UTF-8 form: that line goes out ASCII-escaped, ``\\ud83d`` as
-    the gateway wrote it, instead of failing the answer."""
-    text = json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n"
+    the gateway wrote it, instead of failing the answer. A value JSON cannot hold (NaN,
+    an object of no JSON type) raises ``ValueError`` or ``TypeError``."""
+    text = json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     try:
-        return text.encode()
+        return (text + "\n").encode()
     except UnicodeEncodeError:
         return (json.dumps(message, separators=(",", ":")) + "\n").encode()
+
+
+def encode_answer(answer: Any) -> bytes:
+    """The line of an answer (or a batch's answers). One that JSON cannot hold (a bug of
+    ours: an engine's NaN, an object of no JSON type) becomes an internal error answering
+    the same request: the gateway waits for every answer, and a line it cannot read would
+    leave it waiting."""
+    try:
+        return encode(answer)
+    except (TypeError, ValueError, RecursionError):
+        if isinstance(answer, list):
+            return encode([_encodable(a) for a in answer])
+        return encode(_encodable(answer))
+
+
+def _encodable(answer: Any) -> Any:
+    """``answer``, or the internal error to send instead when it cannot be encoded."""
+    try:
+        encode(answer)
+    except (TypeError, ValueError, RecursionError) as exc:
+        request_id = answer.get("id") if isinstance(answer, dict) else None
+        log.error("the answer to request %r could not be encoded: %s", request_id, exc)
+        problem = f"the answer could not be written as JSON ({type(exc).__name__}: {exc})"
+        return error_response(request_id, RpcError(INTERNAL_ERROR, problem))
+    return answer
 
 
 def require_object(params: Any, method: str) -> dict[str, Any]:

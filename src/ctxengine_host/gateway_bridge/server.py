@@ -11,7 +11,6 @@ by the same loop.
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 import threading
 from collections import deque
@@ -23,10 +22,12 @@ from .protocol import (
     CLIENT_CALL_FAILED,
     INTERNAL_ERROR,
     INVALID_REQUEST,
-    PARSE_ERROR,
     RpcError,
+    decode,
     encode,
+    encode_answer,
     error_response,
+    parse_error,
     response,
 )
 from .sessions import BridgeSessions
@@ -95,17 +96,19 @@ class Connection:
                 future.set_exception(RpcError(CLIENT_CALL_FAILED, "the plugin disconnected"))
             self._pool.shutdown(wait=True)
 
-    def _send(self, message: Any) -> None:
-        data = encode(message)
+    def _send(self, answer: Any) -> None:
+        self._write(encode_answer(answer))
+
+    def _write(self, data: bytes) -> None:
         with self._write_lock:
             self._writer.write(data)
             self._writer.flush()
 
     def _receive(self, line: bytes) -> None:
         try:
-            message = json.loads(line)
+            message = decode(line)
         except ValueError as exc:
-            self._send(error_response(None, RpcError(PARSE_ERROR, f"not JSON: {exc}")))
+            self._send(parse_error(exc))
             return
         if isinstance(message, list):  # a batch: answered as one array, in order
             self._pool.submit(self._batch, message)
@@ -151,7 +154,8 @@ class Connection:
         future: Future[Any] = Future()
         self._pending[request_id] = future
         try:
-            self._send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+            request = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+            self._write(encode(request))
             return future.result(timeout=CLIENT_CALL_TIMEOUT_S)
         except TimeoutError:
             raise RpcError(CLIENT_CALL_FAILED, f"the plugin did not answer {method}") from None

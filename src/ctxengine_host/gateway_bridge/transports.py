@@ -8,7 +8,6 @@ enter, so no other local user can read a session through the server. HTTP binds
 from __future__ import annotations
 
 import hmac
-import json
 import logging
 import os
 import socket
@@ -18,7 +17,14 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from .protocol import INVALID_REQUEST, PARSE_ERROR, RpcError, encode, error_response
+from .protocol import (
+    INVALID_REQUEST,
+    RpcError,
+    decode,
+    encode_answer,
+    error_response,
+    parse_error,
+)
 from .server import Connection, _request_problem, dispatch, no_client_calls
 from .sessions import BridgeSessions
 
@@ -97,9 +103,9 @@ def make_http_server(sessions: BridgeSessions, port: int, token: str) -> Threadi
                 self._reply(413 if length > 0 else 411, {"error": "bad Content-Length"})
                 return
             try:
-                message = json.loads(self.rfile.read(length))
+                message = decode(self.rfile.read(length))
             except ValueError as exc:
-                self._reply(200, error_response(None, RpcError(PARSE_ERROR, f"not JSON: {exc}")))
+                self._reply(200, parse_error(exc))
                 return
             problem = _request_problem(message)
             if problem:
@@ -109,7 +115,7 @@ def make_http_server(sessions: BridgeSessions, port: int, token: str) -> Threadi
             self._reply(200 if answer is not None else 204, answer)
 
         def _reply(self, code: int, body: object) -> None:
-            data = encode(body) if body is not None else b""
+            data = encode_answer(body) if body is not None else b""
             self.send_response(code)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
