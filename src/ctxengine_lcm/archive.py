@@ -22,6 +22,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from ctxengine_host.contract.messages import uid_problem
+
 from .backend import open_lcm_store
 from .config import LcmConfig, namespace_for, resolve_database_path, session_key
 from .render import storable_columns, storable_text, stored_digest
@@ -169,35 +171,57 @@ class LcmArchiver:
             self._import_conversation(target.id, conversation)
         return True
 
+    @staticmethod
+    def problem(data: Any) -> str | None:
+        """What keeps an exported history from being imported, or None. The host asks
+        before it writes anything, so a damaged archive leaves no half session behind:
+        the shape :meth:`import_session` reads, and ids no store keeps as given (texts
+        are made storable as they are written)."""
+        conversations = data.get("conversations") if isinstance(data, dict) else None
+        if not isinstance(conversations, list):
+            return "has no 'conversations' list"
+        for n, conversation in enumerate(conversations, start=1):
+            if not isinstance(conversation, dict) or not all(
+                isinstance(conversation.get(key), list) for key in ("messages", "summaries")
+            ):
+                return f"has a conversation ({n}) without 'messages' and 'summaries' lists"
+            for message in conversation["messages"]:
+                problem = _fields_problem(message, _MESSAGE_TYPES)
+                if problem is None and (uid := uid_problem(message["message_uid"])):
+                    problem = f"message_uid {message['message_uid'][:40]!r} {uid}"
+                if problem is not None:
+                    return f"has a message in conversation {n} whose {problem}"
+            for summary in conversation["summaries"]:
+                problem = _fields_problem(summary, _SUMMARY_TYPES)
+                if problem is None and summary["kind"] not in ("leaf", "condensed"):
+                    problem = f"kind {str(summary['kind'])[:20]!r} is not leaf or condensed"
+                if problem is not None:
+                    return f"has a summary in conversation {n} whose {problem}"
+            try:
+                summary_runs(conversation)
+            except ValueError as exc:
+                return f"has in conversation {n} {exc}"
+        return None
+
     def _import_conversation(self, conversation_id: int, data: dict[str, Any]) -> None:
+        """Append the messages, then apply each summary to the run of context items it
+        replaced (planned first: a damaged archive fails before anything is written)."""
         store = self.store
-        rows = data["messages"]
-        store.append_messages(conversation_id, [_new_message(m) for m in rows])
+        runs = summary_runs(data)
+        store.append_messages(conversation_id, [_new_message(m) for m in data["messages"]])
         items = store.context_items(conversation_id)
-        new_id = {("message", m["id"]): item.ref_id for m, item in zip(rows, items, strict=True)}
-        for summary in data["summaries"]:
-            kind = "message" if summary["kind"] == "leaf" else "summary"
-            refs = [new_id[(kind, old)] for old in summary["sources"]]
-            start = next(i for i, item in enumerate(items) if item.ref_id == refs[0] and (
-                item.kind == kind
-            ))  # fmt: skip
-            run = items[start : start + len(refs)]
-            if [(i.kind, i.ref_id) for i in run] != [(kind, r) for r in refs]:
-                raise ValueError(
-                    f"summary {summary['id']}: its sources are not one run of the context; "
-                    "the archive is damaged"
-                )
+        for summary, (start, length) in zip(data["summaries"], runs, strict=True):
+            run = items[start : start + length]
             fields = {f: summary[f] for f in _SUMMARY_FIELDS}
             fields["content"] = storable_text(fields["content"])
-            draft = NewSummary(**fields, source_ids=tuple(refs))
+            draft = NewSummary(**fields, source_ids=tuple(item.ref_id for item in run))
             created = store.replace_with_summary(conversation_id, run, draft)
             if created is None:
                 raise RuntimeError(f"summary {summary['id']}: the context changed during import")
-            new_id[("summary", summary["id"])] = created
             replacement = ContextItem(
                 run[0].ordinal, "summary", created, summary["token_count"], summary["depth"], ""
             )
-            items[start : start + len(refs)] = [replacement]
+            items[start : start + length] = [replacement]
 
     @staticmethod
     def counts_in(data: dict[str, Any]) -> dict[str, int]:
@@ -220,6 +244,57 @@ class LcmArchiver:
             out["context_items"] += stats["context_items"]
             out["summaries"] += len(self._export_conversation(conversation_id)["summaries"])
         return out
+
+
+_NUMBER = (int, float)
+_OPTIONAL_TEXT = (str, type(None))
+#: The type of each field :meth:`LcmArchiver.import_session` reads (``digest`` may be
+#: missing: an archive from before digests were kept).
+_MESSAGE_TYPES: dict[str, Any] = {
+    "id": int, "message_uid": str, "role": str, "content": str, "extra_json": str,
+    "tool_call_id": _OPTIONAL_TEXT, "tool_name": _OPTIONAL_TEXT, "token_count": int,
+    "context_tokens": int, "externalized": (bool, int), "created_at": _NUMBER,
+}  # fmt: skip
+_SUMMARY_TYPES: dict[str, Any] = {
+    "id": int, "sources": list, "kind": str, "depth": int, "content": str,
+    "token_count": int, "earliest_at": _NUMBER, "latest_at": _NUMBER, "first_seq": int,
+    "last_seq": int, "descendant_messages": int, "descendant_summaries": int,
+    "source_tokens": int, "summarizer_level": int,
+}  # fmt: skip
+
+
+def _fields_problem(row: Any, types: dict[str, Any]) -> str | None:
+    """Which field of ``row`` is missing or of another type than ``types`` says, or None."""
+    if not isinstance(row, dict):
+        return "entry is not an object"
+    for field, kind in types.items():
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        value = row.get(field)
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            names = " or ".join("null" if k is type(None) else k.__name__ for k in kinds)
+            return f"'{field}' is missing or not {names}"
+    return None
+
+
+def summary_runs(conversation: dict[str, Any]) -> list[tuple[int, int]]:
+    """Where each summary of an exported conversation goes, in order: the start and length
+    of the run of context items it replaces, its messages appended in order and the
+    summaries before it applied. ``ValueError`` names a summary whose sources are not one
+    run (nothing is written for such an archive)."""
+    items: list[tuple[str, Any]] = [("message", m["id"]) for m in conversation["messages"]]
+    runs: list[tuple[int, int]] = []
+    for summary in conversation["summaries"]:
+        kind = "message" if summary["kind"] == "leaf" else "summary"
+        refs = [(kind, source) for source in summary["sources"]]
+        start = next((i for i, item in enumerate(items) if refs and item == refs[0]), None)
+        if start is None or items[start : start + len(refs)] != refs:
+            raise ValueError(
+                f"summary {str(summary['id'])[:20]}: its sources are not one run of the "
+                "context; the archive is damaged"
+            )
+        items[start : start + len(refs)] = [("summary", summary["id"])]
+        runs.append((start, len(refs)))
+    return runs
 
 
 def _new_message(row: dict[str, Any]) -> NewMessage:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -161,3 +162,81 @@ def test_a_truncated_archive_is_refused(tmp_path, pg_url):
     archive.write_text('{"format": "ctxengine-archive", "version": 1, "sessions": 2}\n')
     result = ctxengine("import", str(archive), "--store", pg_url, cwd=tmp_path)
     assert result.returncode == 2 and "truncated" in result.stderr
+
+
+def _first_lcm(record: dict) -> dict:
+    return record["engines"]["lcm"]["conversations"][0]
+
+
+def _long_uid(record: dict) -> None:
+    """A uid too long for PostgreSQL's index (random: a repeated letter compresses)."""
+    old = record["rows"][0]["message"]["message_uid"]
+    new = os.urandom(2500).hex()
+    record["rows"][0]["message"]["message_uid"] = new
+    for message in _first_lcm(record)["messages"]:
+        if message["message_uid"] == old:
+            message["message_uid"] = new
+
+
+def _summary_off_its_run(record: dict) -> None:
+    summary = next(s for s in _first_lcm(record)["summaries"] if len(s["sources"]) > 1)
+    summary["sources"].reverse()
+
+
+#: Damage an archive's first session record: each worked on one backend and failed on
+#: the other with a traceback, or failed halfway, leaving the session's row behind.
+ARCHIVE_DAMAGE = {
+    "a uid too long": _long_uid,
+    "half a character in a row": lambda r: r["rows"][0]["message"].update(content="x \ud83d"),
+    "NUL in the session id": lambda r: r.update(session_id="alpha\x00"),
+    "half a character in the system prompt": lambda r: r["session"].update(
+        system_prompt="be brief \ud83d"
+    ),
+    "an lcm uid too long": lambda r: _first_lcm(r)["messages"][0].update(message_uid="u" * 300),
+    "an lcm field of another type": lambda r: _first_lcm(r)["messages"][0].update(
+        token_count="six"
+    ),
+    "an lcm summary off its run": _summary_off_its_run,
+}
+
+
+@pytest.fixture(scope="module")
+def lcm_archive(tmp_path_factory) -> Path:
+    """A real archive of one session with LCM summaries (exported from SQLite)."""
+    source = tmp_path_factory.mktemp("archive-source")
+    config = write_config(source, str(source / "t.db"), str(source / "lcm.db"))
+    populate(config, ["alpha"])
+    archive = source / "alpha.jsonl"
+    out = ctxengine("export", str(archive), cwd=source)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(archive.read_text().splitlines()[1])["engines"]["lcm"]["conversations"]
+    return archive
+
+
+@pytest.mark.parametrize("target", ["sqlite", "postgresql"])
+@pytest.mark.parametrize("damage", list(ARCHIVE_DAMAGE))
+def test_a_damaged_archive_is_refused_before_anything_is_written(
+    lcm_archive, pg_url, tmp_path, damage, target
+):
+    """Every record, the engines' histories included, is checked by the rules the live
+    path applies on every backend before the first write: a clear error naming the
+    record, and neither store holds anything of it."""
+    header, line = lcm_archive.read_text().splitlines()
+    record = json.loads(line)
+    ARCHIVE_DAMAGE[damage](record)
+    archive = tmp_path / "damaged.jsonl"
+    archive.write_text(header + "\n" + json.dumps(record) + "\n", encoding="utf-8")
+    store, lcm = (
+        (pg_url, pg_url) if target == "postgresql" else (tmp_path / "t.db", tmp_path / "lcm.db")
+    )
+    done = ctxengine(
+        "import", str(archive), "--store", str(store), "--engine-db", f"lcm={lcm}", cwd=tmp_path
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "session record 1" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    if target == "postgresql":
+        with pg_connect(pg_url) as conn:
+            for table in ("transcript_sessions", "lcm_conversations", "lcm_messages"):
+                assert conn.execute(f"SELECT count(*) FROM {table}").fetchone() == (0,)
+    else:
+        assert not Path(store).exists() and not Path(lcm).exists()

@@ -6,6 +6,9 @@ and each engine's history (engines register an archiver under the entry point
 group ``ctxengine.archivers``; LCM does). Export from SQLite and import into
 PostgreSQL to move up (or back). Import never overwrites: a session the target
 already has is skipped. Both commands end by counting what the target holds.
+Nothing is written before every record is checked: its shape and what the stores could
+not keep (:func:`_record_problem`), and each engine's history by its archiver's
+``problem(data)`` (optional: what keeps the history from being imported, or None).
 Row timestamps are set at import time; uids, digests, order and content are kept.
 The header names the source store's ``store_id``; engines file an imported history
 under the target store's id (an engine history follows its transcript, never the
@@ -281,8 +284,10 @@ _SESSION_SHAPE: dict[str, type | tuple[type, ...]] = {
 
 
 def _record_problem(record: Any) -> str | None:
-    """What is wrong with the shape of one archived session, or None: checked before
-    anything is written, so a damaged archive never leaves half a session behind."""
+    """What is wrong with one archived session, or None: its shape, and what the stores
+    could not keep (ids and texts, by the rules the live path applies on every backend),
+    checked before anything is written, so a damaged archive never leaves half a session
+    behind."""
     if not isinstance(record, dict):
         return f"is {type(record).__name__}, not an object"
     for key, kind in _RECORD_SHAPE.items():
@@ -302,7 +307,58 @@ def _record_problem(record: Any) -> str | None:
         return "has a live-view index outside its rows"
     if not all(isinstance(name, str) for name in record["bootstrapped"]):
         return "has a malformed 'bootstrapped' list"
+    return _content_problem(record)
+
+
+def _content_problem(record: dict[str, Any]) -> str | None:
+    """What in a well-shaped record no store can keep as given, or None."""
+    from ..contract.messages import uid_problem
+    from ..runtime.host import session_id_problem, system_prompt_problem
+
+    session = record["session"]
+    for name in ("session_id", "parent_session_id"):
+        value = record["session_id"] if name == "session_id" else session[name]
+        if value is not None and (problem := session_id_problem(value)) is not None:
+            return f"has a '{name}' no store takes: {problem}"
+    if session["system_prompt"] and (problem := system_prompt_problem(session["system_prompt"])):
+        return f"has a 'session.system_prompt' no store takes: {problem}"
+    for number, row in enumerate(record["rows"], start=1):
+        message = row["message"]
+        for field in ("message_uid", "_tool_call_uid"):
+            uid = message.get(field)
+            if field in message and not isinstance(uid, str):
+                return f"has row {number} whose {field} is not a string"
+            if isinstance(uid, str) and (problem := uid_problem(uid)) is not None:
+                return f"has row {number} whose {field} {problem}"
+    if _unencodable(record["rows"]) or _unencodable(session["tools"]):
+        return "holds half of a character (a lone UTF-16 surrogate) in a row or a tool"
     return None
+
+
+def _unencodable(value: Any) -> bool:
+    """Whether ``value``'s JSON text has no UTF-8 form (a lone surrogate in a text)."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _check_engine_histories(
+    path: str, records: list[dict[str, Any]], archivers: dict[str, Any]
+) -> None:
+    """Ask each archiver that can check a history (``problem(data)``: what keeps it from
+    being imported, or None) about every record's, before anything is written."""
+    for number, record in enumerate(records, start=1):
+        for name, data in record["engines"].items():
+            check = getattr(archivers.get(name), "problem", None)
+            problem = check(data) if callable(check) else None
+            if problem is not None:
+                raise CliError(
+                    f"{path}: session record {number}: its {name} history {problem}; the "
+                    "archive is damaged, export it again",
+                    EXIT_BAD_INPUT,
+                )
 
 
 def _is(value: Any, kind: type | tuple[type, ...]) -> bool:
@@ -312,8 +368,9 @@ def _is(value: Any, kind: type | tuple[type, ...]) -> bool:
 
 def run_import(args: argparse.Namespace) -> int:
     records = _read_archive(args.file)
-    store = _open_store(_store_location(args), must_exist=False)
     archivers = _archivers(args)
+    _check_engine_histories(args.file, records, archivers)
+    store = _open_store(_store_location(args), must_exist=False)
     problems: list[str] = []
     skipped: list[str] = []
     totals = _zero_totals()

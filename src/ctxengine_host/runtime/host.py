@@ -442,14 +442,8 @@ class ContextHost:
                 )
         if system_prompt is not None and not isinstance(system_prompt, str):
             raise TypeError(f"system_prompt must be a str, got {type(system_prompt).__name__}")
-        if system_prompt and (
-            "\x00" in system_prompt or well_formed_text(system_prompt) != system_prompt
-        ):
-            raise ValueError(
-                "system_prompt holds a NUL character or half of a character (a lone UTF-16 "
-                "surrogate): the session's store keeps the prompt as given and cannot hold "
-                "either; remove them"
-            )
+        if system_prompt and (problem := system_prompt_problem(system_prompt)) is not None:
+            raise ValueError(problem)
         if tools is not None and (
             not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools)
         ):
@@ -591,9 +585,30 @@ def _engine_name(engine: object) -> str:
 def _check_session_id(session_id: str | None) -> str:
     if session_id is None:
         return uuid.uuid4().hex
-    if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id):
-        raise ValueError(
-            f"invalid session id {session_id!r}: use 1-200 characters of letters, digits and "
-            "._:/@- starting with a letter or digit (or None for a new random id)"
-        )
+    problem = session_id_problem(session_id)
+    if problem is not None:
+        raise ValueError(f"{problem} (or None for a new random id)")
     return session_id
+
+
+def session_id_problem(session_id: object) -> str | None:
+    """Why ``session_id`` cannot name a session, or None (the rule for every way one comes
+    in: the API, archives)."""
+    if isinstance(session_id, str) and _SESSION_ID.fullmatch(session_id):
+        return None
+    shown = repr(session_id[:60] if isinstance(session_id, str) else session_id)
+    return (
+        f"invalid session id {shown}: use 1-200 characters of letters, digits and ._:/@- "
+        "starting with a letter or digit"
+    )
+
+
+def system_prompt_problem(system_prompt: str) -> str | None:
+    """Why no store can keep ``system_prompt`` as given, or None."""
+    if "\x00" in system_prompt or well_formed_text(system_prompt) != system_prompt:
+        return (
+            "system_prompt holds a NUL character or half of a character (a lone UTF-16 "
+            "surrogate): the session's store keeps the prompt as given and cannot hold "
+            "either; remove them"
+        )
+    return None
