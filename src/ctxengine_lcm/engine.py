@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxengine_host.contract.context import EngineContext
-from ctxengine_host.contract.engine import ContextEngine
+from ctxengine_host.contract.engine import ContextEngine, ttl_problem
 from ctxengine_host.contract.messages import MAX_UID_CHARS, uid_problem
 from ctxengine_host.contract.models import (
     AssembleResult,
@@ -290,6 +290,8 @@ class LcmEngine(ContextEngine):
     ) -> Callable[[], None] | None:
         """Let the child read the parent's history (and, depth permitting, its ancestors')."""
         cfg = self.settings
+        if (problem := ttl_problem(ttl_s)) is not None:
+            raise ValueError(f"ttl_s {problem}")
         if cfg.subagent_max_depth <= 0:
             return None
         now = time.time()

@@ -310,3 +310,23 @@ def test_an_answer_json_cannot_hold_is_answered_as_an_error(tmp_path, monkeypatc
         assert client.call("assemble", sessionId="o1", historyCount=2)["messages"]
     finally:
         assert client.close() == 0
+
+
+def test_a_subagent_ttl_without_meaning_is_refused(tmp_path):
+    """``ttlMs`` negative, not a number, or past a float (``1e400`` reads as infinity) is
+    refused naming the parameter; a finite one grants the child the parent's history."""
+    client = StdioClient(tmp_path, "lcm")
+    spawn = {"parentSessionKey": KEY, "childSessionKey": "agent:main:sub"}
+    try:
+        _turns(client, "p1", 1)
+        for ttl in ("-5", '"soon"', "1e400", "true"):
+            line = (
+                '{"jsonrpc":"2.0","id":9,"method":"prepareSubagentSpawn","params":'
+                f'{{"parentSessionKey":"{KEY}","childSessionKey":"agent:main:sub","ttlMs":{ttl}}}}}\n'
+            )
+            refused = client.send_raw(line.encode())
+            assert refused["error"]["code"] == INVALID_PARAMS, (ttl, refused)
+            assert "'ttlMs' must be" in refused["error"]["message"]
+        assert client.call("prepareSubagentSpawn", **spawn, ttlMs=60_000)
+    finally:
+        assert client.close() == 0

@@ -104,6 +104,17 @@ def test_grant_expires_with_ttl(tmp_path, database):
     assert json.loads(child.handle_tool_call("lcm_grep", {"pattern": "fact1"}))["count"] == 0
 
 
+@pytest.mark.parametrize("ttl", [float("nan"), float("inf"), -1.0, "60", True])
+def test_a_grant_ttl_without_meaning_is_refused_on_every_backend(tmp_path, database, ttl):
+    """NaN was kept as no expiry by SQLite and as never active by PostgreSQL: one grant,
+    two meanings. Such a time to live is refused before any grant is written."""
+    parent = make_engine(tmp_path, database=database)
+    drive(parent, 2)
+    with pytest.raises(ValueError, match="ttl_s must be"):
+        parent.prepare_subagent_spawn("s1", "c", "fork", ttl)
+    assert parent.store.active_grants(parent.session_key("c"), time.time()) == []
+
+
 def test_status_reports_store_and_integrity(tmp_path, database):
     engine = make_engine(tmp_path, database=database)
     drive(engine, 20)

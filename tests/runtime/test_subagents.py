@@ -71,3 +71,13 @@ def test_bad_mode_is_refused(make_host):
     parent = parent_session(make_host(RecordingEngine()))
     with pytest.raises(ValueError, match="'isolated' or 'fork'"):
         parent.spawn_subagent("clone")
+
+
+@pytest.mark.parametrize("ttl", [float("nan"), float("-inf"), -5, "10"])
+def test_a_ttl_without_meaning_is_refused_before_the_engine_hears_of_it(make_host, ttl):
+    engine = RollbackEngine()
+    parent = parent_session(make_host(engine))
+    with pytest.raises(ValueError, match="ttl_s must be"):
+        parent.spawn_subagent("isolated", ttl)
+    assert "prepare_subagent_spawn" not in [name for name, _ in engine.calls]
+    assert parent.spawn_subagent("isolated", 0).session_id.startswith("p/sub-")

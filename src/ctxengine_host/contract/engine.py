@@ -10,6 +10,7 @@ from __future__ import annotations
 import abc
 import copy
 import json
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -216,7 +217,8 @@ class ContextEngine(abc.ABC):
     def prepare_subagent_spawn(
         self, parent_session_id: str, child_session_id: str, context_mode: str, ttl_s: float | None
     ) -> Any:
-        """No rollback needed by default."""
+        """No rollback needed by default. ``ttl_s``: the grant's time to live in seconds,
+        None or 0 for no expiry (the host passes nothing else: :func:`ttl_problem`)."""
         return None
 
     def on_subagent_ended(self, child_session_id: str, reason: str) -> None:
@@ -228,3 +230,16 @@ class ContextEngine(abc.ABC):
 
     def dispose(self) -> None:
         """No-op by default."""
+
+
+def ttl_problem(ttl: object) -> str | None:
+    """Why ``ttl`` cannot be a sub-agent grant's time to live, or None. None and 0 mean
+    no expiry; NaN, an infinity or a negative number has no meaning, and the stores
+    disagreed on it (SQLite keeps NaN as no expiry, PostgreSQL as never active)."""
+    if ttl is None:
+        return None
+    if isinstance(ttl, bool) or not isinstance(ttl, int | float):
+        return f"must be a number (got {type(ttl).__name__})"
+    if not math.isfinite(ttl) or ttl < 0:
+        return f"must be finite and 0 or more (got {ttl!r}; 0 or none: no expiry)"
+    return None

@@ -23,6 +23,7 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..contract.engine import ttl_problem
 from ..contract.models import RuntimeSettings
 from ..discovery.validation import engine_info
 from ..runtime.validity import ValidityError
@@ -287,6 +288,8 @@ class BridgeSessions:
                 INVALID_PARAMS, "prepareSubagentSpawn: 'contextMode' must be isolated|fork"
             )
         ttl_ms = params.get("ttlMs")
+        if (problem := ttl_problem(ttl_ms)) is not None:
+            raise RpcError(INVALID_PARAMS, f"prepareSubagentSpawn: 'ttlMs' {problem}")
         child_id = params.get("childSessionId") or child_key
         with self._lock:
             self._parents[child_key] = parent.session.session_id
@@ -299,7 +302,7 @@ class BridgeSessions:
                 parent_session_id=parent.session.session_id,
                 child_session_id=child_id,
                 context_mode=mode,
-                ttl_s=ttl_ms / 1000 if isinstance(ttl_ms, int | float) else None,
+                ttl_s=None if ttl_ms is None else ttl_ms / 1000,
             )
         if not callable(rollback):
             return None

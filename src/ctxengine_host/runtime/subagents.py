@@ -11,6 +11,7 @@ import logging
 import uuid
 from typing import Any, TypeVar
 
+from ..contract.engine import ttl_problem
 from .parts import SubagentParent
 
 log = logging.getLogger("ctxengine.runtime")
@@ -31,6 +32,8 @@ def spawn_subagent(
     """Open a child session of ``parent`` (the caller holds the parent's lock)."""
     if mode not in SUBAGENT_MODES:
         raise ValueError(f"sub-agent mode must be 'isolated' or 'fork', got {mode!r}")
+    if (problem := ttl_problem(ttl_s)) is not None:
+        raise ValueError(f"ttl_s {problem}")
     guard = parent.guard
     child_id = f"{parent.session_id}/sub-{uuid.uuid4().hex[:12]}"
     rollback = None
