@@ -658,3 +658,192 @@ def test_an_agents_sdk_call_without_an_id_is_a_clear_error(tmp_path):
     done = ctxengine("convert", "--from", "openai-agents", str(source), str(tmp_path / "o.jsonl"))
     assert done.returncode == 2
     assert "item 1: a function_call without a call_id" in done.stderr
+
+
+def _call(uuid: str, parent: str, answer: str, call_id: str, at: str) -> dict:
+    block = {"type": "tool_use", "id": call_id, "name": "Edit", "input": {"path": "a.md"}}
+    message = {"role": "assistant", "id": answer, "content": [block]}
+    return {
+        "type": "assistant",
+        "uuid": uuid,
+        "parentUuid": parent,
+        "message": message,
+        "timestamp": at,
+    }
+
+
+def _result(uuid: str, parent: str, call_id: str, text: str, at: str) -> dict:
+    block = {"type": "tool_result", "tool_use_id": call_id, "content": text}
+    return {
+        "type": "user",
+        "uuid": uuid,
+        "parentUuid": parent,
+        "timestamp": at,
+        "message": {"role": "user", "content": [block]},
+    }
+
+
+def test_claude_code_result_written_before_its_calls_line_answers_its_call(tmp_path):
+    """A fast tool's result line can be written ahead of the answer line that called it
+    (real 2.1 sessions): in file order it joined the results before it, answered no call
+    yet, became user text, and its call got an invented "no result" in its place."""
+    at = "2026-05-01T14:32:{:02d}.000Z".format
+    lines = [
+        _said("user", "u1", None, "Mark FW-005 done.", timestamp=at(40)),
+        _call("a0", "u1", "msg_a0", "toolu_6", at(45)),
+        _result("r0", "a0", "toolu_6", "FW-005: open", at(46)),
+        _result("r1", "a2", "toolu_7", "The file a.md has been updated.", at(55)),
+        _said("assistant", "a1", "r0", "Updating the tracker.", timestamp=at(51)),
+        {**_call("a2", "a1", "msg_a1", "toolu_7", at(52))},
+        _said("assistant", "a3", "r1", "Done.", timestamp=at(59)),
+    ]
+    lines[4]["message"]["id"] = "msg_a1"  # the text and the call: one answer
+    source = tmp_path / "cc.jsonl"
+    source.write_text(_claude_lines(*lines))
+    report = convert("claude-code", source, tmp_path / "out.jsonl")
+    parsed = load_session(tmp_path / "out.jsonl")
+    assert roles(parsed) == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
+    assert parsed.messages[3]["tool_calls"][0]["id"] == "toolu_7"
+    assert parsed.messages[4]["content"] == "The file a.md has been updated."
+    assert report["repaired"] == {}
+
+
+def test_claude_code_answer_given_after_an_api_error_notice_is_kept(tmp_path):
+    """A request failed (an ``api_error`` notice under the last line), the retry's answer
+    and its tool calls went on beside the notice, and the next notice and the user's
+    next prompt hang under the first notice (a real 2.1 session): followed by its links
+    alone, the chain skipped the answer and its turn, and they were reported as an
+    abandoned branch. A rewind still drops what it replaced."""
+    at = "2026-05-02T07:01:{:02d}.000Z".format
+    notice = {
+        "type": "system",
+        "subtype": "api_error",
+        "uuid": "e1",
+        "parentUuid": "n0",
+        "timestamp": at(3),
+    }
+    lines = [
+        _said("user", "u1", None, "Fix the colours.", timestamp=at(0)),
+        {"type": "attachment", "uuid": "n0", "parentUuid": "u1", "timestamp": at(1)},
+        _call("a1", "n0", "msg_a1", "toolu_9", at(9)),
+        _result("r1", "a1", "toolu_9", "0 errors", at(20)),
+        _said("assistant", "a2", "r1", "No type errors; the colours are fixed.", timestamp=at(40)),
+        notice,
+        {
+            "type": "system",
+            "subtype": "stop_hook_summary",
+            "uuid": "h1",
+            "parentUuid": "e1",
+            "timestamp": at(59),
+        },
+        _said("user", "u2", "h1", "Now the dark theme.", timestamp="2026-05-02T07:02:30.000Z"),
+    ]
+    source = tmp_path / "cc.jsonl"
+    source.write_text(_claude_lines(*lines))
+    report = convert("claude-code", source, tmp_path / "out.jsonl")
+    parsed = load_session(tmp_path / "out.jsonl")
+    assert roles(parsed) == ["user", "assistant", "tool", "assistant", "user"]
+    assert parsed.messages[3]["content"] == "No type errors; the colours are fixed."
+    assert "messages on abandoned branches (rewinds, edits)" not in report["dropped"]
+    # An edit of the first prompt, written after all of it, replaces the whole branch.
+    edit = _said("user", "u3", None, "Fix the fonts instead.", timestamp="2026-05-02T07:03:00Z")
+    lines += [
+        edit,
+        _said("assistant", "a3", "u3", "Fonts fixed.", timestamp="2026-05-02T07:03:05Z"),
+    ]
+    source.write_text(_claude_lines(*lines))
+    report = convert("claude-code", source, tmp_path / "out.jsonl")
+    texts = [m["content"] for m in load_session(tmp_path / "out.jsonl").messages]
+    assert texts == ["Fix the fonts instead.", "Fonts fixed."]
+    assert report["dropped"]["messages on abandoned branches (rewinds, edits)"] == 5
+
+
+def _codex_item(item: dict, at: str = "2026-05-03T09:00:00.000Z") -> dict:
+    return {"timestamp": at, "type": "response_item", "payload": item}
+
+
+def _codex_said(role: str, text: str) -> dict:
+    kind = "output_text" if role == "assistant" else "input_text"
+    return _codex_item({"type": "message", "role": role, "content": [{"type": kind, "text": text}]})
+
+
+def test_codex_rolled_back_turns_are_dropped_as_codex_drops_them(tmp_path):
+    """``thread_rolled_back`` discards the newest turns; they were kept, so the prompt and
+    its context were there twice, with the abandoned turn's calls between them."""
+    context = "<environment_context>\n  <cwd>/work</cwd>\n</environment_context>"
+    call = {"type": "function_call", "call_id": "c1", "name": "shell", "arguments": "{}"}
+    lines = [
+        _codex_said("developer", "<permissions instructions>sandboxed</permissions instructions>"),
+        _codex_said("user", context),
+        _codex_said("user", "Apply for the grant."),
+        _codex_item(call),
+        _codex_item({"type": "function_call_output", "call_id": "c1", "output": "ok"}),
+        _codex_said("user", "<turn_aborted>\nThe user interrupted.\n</turn_aborted>"),
+        {
+            "timestamp": "x",
+            "type": "event_msg",
+            "payload": {"type": "thread_rolled_back", "num_turns": 1},
+        },
+        _codex_said("developer", "<permissions instructions>sandboxed</permissions instructions>"),
+        _codex_said("user", context),
+        _codex_said("user", "Apply for the grant by Friday."),
+        _codex_said("assistant", "Drafted."),
+    ]
+    source = tmp_path / "rollout.jsonl"
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    report = convert("codex", source, tmp_path / "out.jsonl")
+    parsed = load_session(tmp_path / "out.jsonl")
+    texts = [json.dumps(m["content"]) for m in parsed.messages]
+    assert sum("Apply for the grant" in t for t in texts) == 1
+    assert sum("sandboxed" in t for t in texts) == 1 and not any("c1" in t for t in texts)
+    assert roles(parsed)[-2:] == ["user", "assistant"]
+    assert report["dropped"]["items of turns the user rolled back (Codex thread rollback)"] == 6
+
+
+def test_codex_custom_tool_output_parts_stay_parts(tmp_path):
+    """A custom tool's output written as content parts became one JSON-encoded string
+    (the model would see escaped JSON); a function call's parts were kept. Both keep
+    them now."""
+    parts = [
+        {"type": "input_text", "text": "Script completed\nOutput:\n"},
+        {"type": "input_text", "text": "42\n"},
+    ]
+    lines = [
+        _codex_said("user", "Run the script."),
+        _codex_item({"type": "custom_tool_call", "call_id": "c1", "name": "exec", "input": "x"}),
+        _codex_item({"type": "custom_tool_call_output", "call_id": "c1", "output": parts}),
+        _codex_said("assistant", "It printed 42."),
+    ]
+    source = tmp_path / "rollout.jsonl"
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    convert("codex", source, tmp_path / "out.jsonl")
+    tool = load_session(tmp_path / "out.jsonl").messages[2]
+    assert tool["content"] == "Script completed\nOutput:\n\n42\n"
+    assert tool["ctxengine_source"]["items"][0]["output"] == parts
+
+
+@pytest.mark.parametrize("source_format", ["claude-code", "codex"])
+def test_a_file_copied_while_being_written_or_with_a_bom_converts(tmp_path, source_format):
+    """A session copied while its tool was writing ends in part of a line: convert failed
+    on it ("invalid JSON"). That line is left out and reported; a byte order mark at the
+    start was refused too. A broken line elsewhere is still an error naming it."""
+    if source_format == "claude-code":
+        text = _claude_lines(
+            _said("user", "u1", None, "Hi."), _said("assistant", "a1", "u1", "Hello.")
+        )
+    else:
+        text = "".join(
+            json.dumps(x) + "\n"
+            for x in (_codex_said("user", "Hi."), _codex_said("assistant", "Hello."))
+        )
+    source = tmp_path / "cut.jsonl"
+    source.write_text(text + '{"type": "assistant", "uuid": "a2", "mess', encoding="utf-8")
+    report = convert(source_format, source, tmp_path / "out.jsonl")
+    assert report["dropped"]["a last line cut short (the file was copied while being written)"] == 1
+    assert len(load_session(tmp_path / "out.jsonl").messages) == 2
+    source.write_text("\ufeff" + text, encoding="utf-8")
+    assert convert(source_format, source, tmp_path / "out.jsonl")["messages"] == 2
+    broken = text.splitlines()
+    source.write_text(broken[0][:20] + "\n" + "\n".join(broken[1:]) + "\n", encoding="utf-8")
+    done = ctxengine("convert", "--from", source_format, str(source), str(tmp_path / "x.jsonl"))
+    assert done.returncode == 2 and "line 1: invalid JSON" in done.stderr

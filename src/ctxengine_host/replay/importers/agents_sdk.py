@@ -30,9 +30,10 @@ def read_path(path: Path) -> Imported:
     from ..sessionfile import read_text
 
     items: list[Any] = []
-    for _, value in read_json_or_jsonl(read_text(path), "Agents SDK items"):
+    imported = Imported("openai-agents", "responses")
+    for _, value in read_json_or_jsonl(read_text(path), "Agents SDK items", imported):
         items.extend(value if isinstance(value, list) else [value])
-    return from_items(items)
+    return from_items(items, imported)
 
 
 def _sqlite_items(path: Path) -> list[Any]:
@@ -53,8 +54,10 @@ def _sqlite_items(path: Path) -> list[Any]:
     return [json.loads(row[0]) for row in rows]
 
 
-def from_items(items: list[Any]) -> Imported:
-    imported = Imported("openai-agents", "responses")
+def from_items(items: list[Any], imported: Imported | None = None) -> Imported:
+    """The messages of Agents SDK items, added to ``imported`` (what reading them left
+    out already counted there) or to a new one."""
+    imported = imported or Imported("openai-agents", "responses")
     for index, item in enumerate(items):
         if not isinstance(item, dict):
             raise TranscriptError(f"item {index}: expected a JSON object")

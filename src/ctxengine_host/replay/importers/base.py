@@ -74,8 +74,19 @@ class Imported:
         }
 
 
-def read_json_or_jsonl(text: str, what: str) -> list[tuple[int, Any]]:
-    """(line, value) for a JSON document (line 1) or JSONL; TranscriptError naming the line."""
+#: What the report calls a last line cut short.
+CUT_SHORT = "a last line cut short (the file was copied while being written)"
+
+
+def read_json_or_jsonl(
+    text: str, what: str, imported: Imported | None = None
+) -> list[tuple[int, Any]]:
+    """(line, value) for a JSON document (line 1) or JSONL; TranscriptError naming the line.
+
+    A UTF-8 byte order mark is skipped. A JSONL file copied while its tool was writing it
+    ends in part of a line, with no newline after it: with ``imported`` given, that line
+    is left out and reported (any other line that is not JSON is an error)."""
+    text = text.removeprefix("\ufeff")
     stripped = text.strip()
     if not stripped:
         raise TranscriptError(f"the {what} file is empty")
@@ -85,11 +96,16 @@ def read_json_or_jsonl(text: str, what: str) -> list[tuple[int, Any]]:
         except json.JSONDecodeError:
             pass  # JSONL whose lines are objects
     out = []
-    for number, raw in enumerate(text.splitlines(), start=1):
+    lines = text.splitlines()
+    for number, raw in enumerate(lines, start=1):
         if raw.strip():
             try:
                 out.append((number, json.loads(raw)))
             except json.JSONDecodeError as exc:
+                cut_short = number == len(lines) and not text.endswith(("\n", "\r"))
+                if cut_short and imported is not None and out:
+                    imported.drop(CUT_SHORT)
+                    continue
                 raise TranscriptError(
                     f"line {number}: invalid JSON ({exc.msg}); is this a {what} file?"
                 ) from None

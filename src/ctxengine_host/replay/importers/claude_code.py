@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import bisect
 import json
+from datetime import UTC, datetime
+from itertools import pairwise
 from typing import Any
 
 from .base import Imported, TranscriptError, read_json_or_jsonl
@@ -44,7 +46,7 @@ LINE_FIELDS = frozenset(
 
 def read(text: str) -> Imported:
     imported = Imported("claude-code", "anthropic")
-    lines = [v for _, v in read_json_or_jsonl(text, "Claude Code session")]
+    lines = [v for _, v in read_json_or_jsonl(text, "Claude Code session", imported)]
     if not all(isinstance(v, dict) for v in lines):
         raise TranscriptError("every line of a Claude Code session is a JSON object")
     by_uuid = {v["uuid"]: v for v in lines if isinstance(v.get("uuid"), str)}
@@ -60,16 +62,18 @@ def read(text: str) -> Imported:
         raise TranscriptError("no user or assistant message lines; is this a Claude Code session?")
     if any(v.get("parentUuid") for v in main):
         preceding = _Preceding(lines, main)
-        chain = _chain(main[-1], by_uuid, preceding)
+        path = _chain(main[-1], by_uuid, preceding)
         talked = [v for v in main if not _local_command(v)]
-        if talked and id(talked[-1]) not in chain:  # the last lines: a local command's
-            chain = _chain(talked[-1], by_uuid, preceding)
+        if talked and all(node is not talked[-1] for node in path):  # a local command's
+            path = _chain(talked[-1], by_uuid, preceding)
+        chain = {id(node) for node in path}
+        chain |= _retried_beside(path, lines, {id(v) for v in main})
     else:  # a file written without links: its lines are the conversation, in order
         chain = {id(v) for v in main}
     chain |= _answers_beside(main, chain)
     chain |= _results_beside(main, chain)
     chain |= _local_commands_beside(main, chain, by_uuid)
-    current = [v for v in main if id(v) in chain]
+    current = _parents_first([v for v in main if id(v) in chain], by_uuid)
     if len(current) < len(main):
         imported.drop("messages on abandoned branches (rewinds, edits)", len(main) - len(current))
     for line in current:
@@ -161,21 +165,113 @@ class _Preceding:
 
 def _chain(
     last: dict[str, Any], by_uuid: dict[str, dict[str, Any]], preceding: _Preceding
-) -> set[int]:
-    """ids of the lines on the path from ``last`` back to the start. A line whose parent
-    is not in the file (a compaction boundary's ``logicalParentUuid``, a file cut short or
-    started mid-session), or a compaction summary that starts a chain of its own (versions
-    without the boundary line), goes on from the message written before it."""
+) -> list[dict[str, Any]]:
+    """The lines on the path from ``last`` back to the start, ``last`` first. A line whose
+    parent is not in the file (a compaction boundary's ``logicalParentUuid``, a file cut
+    short or started mid-session), or a compaction summary that starts a chain of its own
+    (versions without the boundary line), goes on from the message written before it."""
     seen: set[int] = set()
+    path: list[dict[str, Any]] = []
     node: dict[str, Any] | None = last
     while node is not None and id(node) not in seen:
         seen.add(id(node))
+        path.append(node)
         parent = node.get("parentUuid") or node.get("logicalParentUuid")
         found = by_uuid.get(parent) if isinstance(parent, str) else None
         if found is None and (isinstance(parent, str) or node.get("isCompactSummary")):
             found = preceding.before(node)
         node = found
-    return seen
+    return path
+
+
+def _retried_beside(
+    path: list[dict[str, Any]], lines: list[dict[str, Any]], messages: set[int]
+) -> set[int]:
+    """ids of the messages of branches the chain leaves through notices only, written
+    after the notice and before the chain's next message.
+
+    When a request fails, Claude Code writes an API error notice (a ``system`` line) under
+    the last line; the retry's answer and the turn after it go on beside the notice, under
+    the same parent, and the next notice (a stop hook's summary) and the user's next prompt
+    hang under the first notice. Followed by its links, the chain skips the answer the
+    model gave. A rewind or an edit leaves its branch through a message (the new prompt),
+    and its abandoned messages were written before the branch that replaced them."""
+    children: dict[str, list[dict[str, Any]]] = {}
+    for line in lines:
+        parent = line.get("parentUuid")
+        if isinstance(parent, str):
+            children.setdefault(parent, []).append(line)
+    beside: set[int] = set()
+    below: datetime | None = None  # when the chain's nearest message below was written
+    for child, parent in pairwise(path):
+        if id(child) in messages:
+            below = _written(child)
+            continue
+        entered = _written(child)
+        if entered is None or below is None or not isinstance(parent.get("uuid"), str):
+            continue
+        for sibling in children.get(parent["uuid"], ()):
+            if sibling is child:
+                continue
+            for line in _subtree(sibling, children):
+                written = _written(line)
+                if id(line) in messages and written is not None and entered < written < below:
+                    beside.add(id(line))
+    return beside
+
+
+def _subtree(root: dict[str, Any], children: dict[str, list[dict[str, Any]]]) -> list[Any]:
+    """``root`` and every line under it by ``parentUuid`` links."""
+    found: list[dict[str, Any]] = []
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        line = stack.pop()
+        if id(line) in seen:
+            continue
+        seen.add(id(line))
+        found.append(line)
+        uuid = line.get("uuid")
+        stack.extend(children.get(uuid, ()) if isinstance(uuid, str) else ())
+    return found
+
+
+def _written(line: dict[str, Any]) -> datetime | None:
+    """When ``line`` was written (its ``timestamp``), or None."""
+    stamp = line.get("timestamp")
+    if not isinstance(stamp, str):
+        return None
+    try:
+        written = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return written if written.tzinfo is not None else written.replace(tzinfo=UTC)
+
+
+def _parents_first(
+    lines: list[dict[str, Any]], by_uuid: dict[str, dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """``lines`` in file order, but for one written before its parent among them, which
+    follows its parent: Claude Code may write a fast tool's result ahead of the answer
+    line that called it (taken in file order, the result answered no call yet)."""
+    taken = {id(v) for v in lines}
+    done: set[int] = set()
+    waiting: dict[int, list[dict[str, Any]]] = {}
+    ordered: list[dict[str, Any]] = []
+    for line in lines:
+        parent = by_uuid.get(line.get("parentUuid") or "")
+        if parent is not None and id(parent) in taken and id(parent) not in done:
+            waiting.setdefault(id(parent), []).append(line)
+            continue
+        stack = [line]
+        while stack:
+            node = stack.pop()
+            ordered.append(node)
+            done.add(id(node))
+            stack.extend(reversed(waiting.pop(id(node), [])))
+    # A parent that never came (links in a cycle): its lines keep their place at the end.
+    ordered += [v for v in lines if id(v) not in done]
+    return ordered
 
 
 def _answers_beside(main: list[dict[str, Any]], chain: set[int]) -> set[int]:

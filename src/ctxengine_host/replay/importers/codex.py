@@ -4,9 +4,14 @@ Each line is ``{"timestamp", "type", "payload"}``; ``response_item`` payloads ar
 Codex sent and received (Responses API items) and are kept with the line's timestamp.
 ``session_meta``, ``turn_context`` and ``event_msg`` lines describe the UI and the run,
 ``compacted`` lines Codex's own compaction: none of them is a message, and the report
-counts them. Older rollouts (a first line ``{"id", "timestamp", "instructions"}``, then
-bare items, ``record_type`` state lines) are read too, and so is the TypeScript CLI's
-(``rollout-*.json``, one document ``{"session": {…}, "items": [...]}``).
+counts them. A ``thread_rolled_back`` event discards the newest turns as Codex does: the
+items from the start of the ``num_turns``-th last user turn on (a user message that is
+not context Codex added: environment, instructions, an abort notice), with the context
+updates sent just before it (Codex sends them again after a rollback). Older rollouts
+(a first line ``{"id", "timestamp", "instructions"}``, then bare items, ``record_type``
+state lines) are read too, and so is the TypeScript CLI's (``rollout-*.json``, one
+document ``{"session": {…}, "items": [...]}``). A tool's output keeps its content parts
+(text, images) when Codex wrote it as a list, for custom tools too.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ KEPT = frozenset({"message", "reasoning", "function_call", "function_call_output
 
 def read(text: str) -> Imported:
     imported = Imported("codex", "responses")
-    records = read_json_or_jsonl(text, "Codex rollout")
+    records = read_json_or_jsonl(text, "Codex rollout", imported)
     document = records[0][1] if len(records) == 1 else None
     if isinstance(document, dict) and isinstance(document.get("items"), list):
         # The TypeScript CLI's rollout (0.1.x, spring 2025): one {"session", "items"} JSON.
@@ -34,6 +39,9 @@ def read(text: str) -> Imported:
         if "payload" in value and "type" in value:
             if value["type"] != "response_item":
                 imported.drop(f"'{value['type']}' lines (run metadata and UI events)")
+                payload = value["payload"]
+                if isinstance(payload, dict) and payload.get("type") == "thread_rolled_back":
+                    _roll_back(imported, payload.get("num_turns"))
                 continue
             item, stamp = value["payload"], value.get("timestamp")
         elif "record_type" in value or ("instructions" in value and "type" not in value):
@@ -56,8 +64,8 @@ def _item(item: Any, imported: Imported, line: int) -> dict[str, Any] | None:
     kind = item.get("type")
     if kind in KEPT:
         out = {k: v for k, v in item.items() if v is not None}
-        if kind == "function_call_output" and not isinstance(out.get("output"), str | list):
-            out["output"] = _output_text(out.get("output"))
+        if kind == "function_call_output":
+            out["output"] = _output(out.get("output"))
         return out
     if kind == "custom_tool_call":
         return {
@@ -70,7 +78,7 @@ def _item(item: Any, imported: Imported, line: int) -> dict[str, Any] | None:
         return {
             "type": "function_call_output",
             "call_id": item.get("call_id"),
-            "output": _output_text(item.get("output")),
+            "output": _output(item.get("output")),
         }
     if kind == "local_shell_call":
         return {
@@ -81,6 +89,61 @@ def _item(item: Any, imported: Imported, line: int) -> dict[str, Any] | None:
         }
     imported.drop(f"'{kind}' items (no function-call form)")
     return None
+
+
+#: How the user messages Codex adds as context begin (not a turn the user started).
+_CONTEXT_OPENINGS = (
+    "<environment_context>", "<user_instructions>", "<turn_aborted>", "<user_shell_command>",
+    "<subagent_notification>", "<skill>", "# AGENTS.md instructions",
+)  # fmt: skip
+
+
+def _roll_back(imported: Imported, num_turns: Any) -> None:
+    """Discard the newest ``num_turns`` user turns (``thread_rolled_back``), counted."""
+    if isinstance(num_turns, bool) or not isinstance(num_turns, int) or num_turns <= 0:
+        return
+    messages = imported.messages
+    starts = [n for n, item in enumerate(messages) if _user_turn(item)]
+    if not starts:
+        return
+    cut = starts[max(0, len(starts) - num_turns)]
+    while cut > 0 and _context_update(messages[cut - 1]):
+        cut -= 1
+    imported.drop(
+        "items of turns the user rolled back (Codex thread rollback)", len(messages) - cut
+    )
+    del messages[cut:]
+
+
+def _user_turn(item: dict[str, Any]) -> bool:
+    """Whether ``item`` starts a user turn: a user message that is not added context."""
+    return (
+        item.get("type") == "message" and item.get("role") == "user" and not _context_update(item)
+    )
+
+
+def _context_update(item: dict[str, Any]) -> bool:
+    """Whether ``item`` is context Codex sends with a turn: a developer or system message,
+    or a user message every text part of which is a context block."""
+    if item.get("type") != "message":
+        return False
+    if item.get("role") in ("developer", "system"):
+        return True
+    content = item.get("content")
+    texts = [content] if isinstance(content, str) else [
+        p.get("text") for p in content or () if isinstance(p, dict)
+    ]  # fmt: skip
+    return (
+        item.get("role") == "user"
+        and bool(texts)
+        and all(isinstance(t, str) and t.lstrip().startswith(_CONTEXT_OPENINGS) for t in texts)
+    )
+
+
+def _output(output: Any) -> str | list[Any]:
+    """A tool output as Codex wrote it when it is text or a list of content parts (text
+    and images stay parts), else as text."""
+    return output if isinstance(output, str | list) else _output_text(output)
 
 
 def _output_text(output: Any) -> str:
