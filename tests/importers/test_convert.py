@@ -847,3 +847,49 @@ def test_a_file_copied_while_being_written_or_with_a_bom_converts(tmp_path, sour
     source.write_text(broken[0][:20] + "\n" + "\n".join(broken[1:]) + "\n", encoding="utf-8")
     done = ctxengine("convert", "--from", source_format, str(source), str(tmp_path / "x.jsonl"))
     assert done.returncode == 2 and "line 1: invalid JSON" in done.stderr
+
+
+def test_mini_swe_agent_1_17_timestamps_and_swe_agent_demo_marks_are_accounted_for(tmp_path):
+    """mini-swe-agent 1.16-1.17 writes each message's ``timestamp`` on the message, not in
+    ``extra``: every one was lost. SWE-agent's ``is_demo`` mark was dropped unreported."""
+    trajectory = {
+        "trajectory_format": "mini-swe-agent-1",
+        "messages": [
+            {"role": "system", "content": "Be helpful.", "timestamp": 1764747990.5},
+            {"role": "user", "content": "Fix the bug.", "timestamp": 1764747990.9},
+            {"role": "assistant", "content": "```bash\nls\n```", "timestamp": 1764747991.6,
+             "extra": {"response": {"id": "r1"}}},
+        ],
+    }  # fmt: skip
+    _, parsed = converted(tmp_path, "mini-swe-agent", trajectory)
+    assert [m.get("timestamp") for m in parsed.messages] == [
+        1764747990.5,
+        1764747990.9,
+        1764747991.6,
+    ]
+    demo = {"role": "user", "content": "Here is a demonstration.", "agent": "primary",
+            "is_demo": True}  # fmt: skip
+    history = [{"role": "system", "content": "Solve it."}, demo,
+               {"role": "assistant", "content": "ok"}]  # fmt: skip
+    report, _ = converted(tmp_path, "swe-agent", {"history": history}, name="traj")
+    assert report["dropped"]["'is_demo' message fields (no Chat form)"] == 1
+
+
+def test_an_agents_sdk_database_of_several_sessions_is_refused_with_the_fix(tmp_path):
+    """The first session id in sorted order was taken and the others dropped, unreported."""
+    import sqlite3
+
+    path = tmp_path / "agents.db"
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE agent_messages (id INTEGER PRIMARY KEY AUTOINCREMENT, "
+               "session_id TEXT NOT NULL, message_data TEXT NOT NULL)")  # fmt: skip
+    for session, text in (("user_456", "Plan the trip."), ("conversation_123", "Hi.")):
+        item = {"role": "user", "content": text}
+        db.execute("INSERT INTO agent_messages (session_id, message_data) VALUES (?, ?)",
+                   (session, json.dumps(item)))  # fmt: skip
+    db.commit()
+    db.close()
+    done = ctxengine("convert", "--from", "openai-agents", str(path), str(tmp_path / "x.jsonl"))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "holds 2 sessions ('user_456', 'conversation_123')" in done.stderr
+    assert "session_id = 'user_456'" in done.stderr and not (tmp_path / "x.jsonl").exists()

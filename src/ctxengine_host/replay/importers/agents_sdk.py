@@ -40,18 +40,36 @@ def _sqlite_items(path: Path) -> list[Any]:
     try:
         db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
-            sessions = [r[0] for r in db.execute("SELECT DISTINCT session_id FROM agent_messages")]
+            sessions = [
+                r[0]
+                for r in db.execute(
+                    "SELECT session_id FROM agent_messages GROUP BY session_id ORDER BY min(id)"
+                )
+            ]
             if not sessions:
                 raise TranscriptError("the SQLiteSession database holds no items")
+            if len(sessions) > 1:
+                raise TranscriptError(_several_sessions(path, sessions))
             rows = db.execute(
                 "SELECT message_data FROM agent_messages WHERE session_id = ? ORDER BY id",
-                (sorted(sessions)[0],),
+                (sessions[0],),
             ).fetchall()
         finally:
             db.close()
     except sqlite3.Error as exc:
         raise TranscriptError(f"not an Agents SDK SQLiteSession database: {exc}") from None
     return [json.loads(row[0]) for row in rows]
+
+
+def _several_sessions(path: Path, sessions: list[Any]) -> str:
+    """The refusal of a database of several sessions, with the way to convert each."""
+    shown = ", ".join(map(repr, sessions[:5])) + (", …" if len(sessions) > 5 else "")
+    return (
+        f"the SQLiteSession database holds {len(sessions)} sessions ({shown}), and a session "
+        "file is one conversation: convert each on its own, e.g. sqlite3 "
+        f'{path} "SELECT message_data FROM agent_messages WHERE session_id = '
+        f"'{sessions[0]}' ORDER BY id\" > items.jsonl, then convert items.jsonl"
+    )
 
 
 def from_items(items: list[Any], imported: Imported | None = None) -> Imported:

@@ -19,6 +19,10 @@ from .base import Imported, TranscriptError, text_of
 from .pairing import pair_chat, pair_responses
 
 CHAT_FIELDS = ("role", "content", "tool_calls", "tool_call_id", "name")
+#: Fields of a trajectory message that are read (the rest are reported).
+_READ_FIELDS = frozenset({*CHAT_FIELDS, "extra", "timestamp", "tool_call_ids"})
+#: SWE-agent's bookkeeping fields, reported together.
+_BOOKKEEPING = ("agent", "message_type", "thought", "action")
 
 
 def read_mini(text: str) -> Imported:
@@ -74,7 +78,7 @@ def read_swe_agent(text: str) -> Imported:
         ids = message.get("tool_call_ids")
         if message.get("role") == "tool" and isinstance(ids, list) and ids:
             message = {**message, "tool_call_id": ids[0]}
-        if any(k in message for k in ("agent", "message_type", "thought", "action")):
+        if any(k in message for k in _BOOKKEEPING):
             imported.drop("SWE-agent bookkeeping (agent, message_type, thought, action)")
         imported.messages.append(_chat(message, imported, None))
     if isinstance(data.get("trajectory"), list) and data["trajectory"]:
@@ -97,13 +101,15 @@ def _document(text: str, what: str) -> dict[str, Any]:
 
 def _chat(message: dict[str, Any], imported: Imported, extra: Any) -> dict[str, Any]:
     out = {k: message[k] for k in CHAT_FIELDS if message.get(k) is not None}
+    for field in sorted(set(message) - _READ_FIELDS - set(_BOOKKEEPING)):
+        imported.drop(f"'{field}' message fields (no Chat form)")
     if "content" not in out:
         out["content"] = None if out.get("tool_calls") else ""
     if isinstance(out["content"], list):
         out["content"] = _parts(out["content"], imported)
     if isinstance(extra, dict) and extra:
         imported.drop("mini-swe-agent 'extra' records (actions, cost, raw output)")
-    return _stamped(out, extra if isinstance(extra, dict) else {})
+    return _stamped(out, extra if isinstance(extra, dict) else {}, message)
 
 
 def _parts(content: list[Any], imported: Imported) -> Any:
@@ -118,7 +124,12 @@ def _parts(content: list[Any], imported: Imported) -> Any:
     return kept
 
 
-def _stamped(message: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
-    if isinstance(extra.get("timestamp"), int | float):
-        message["timestamp"] = extra["timestamp"]
+def _stamped(message: dict[str, Any], *sources: dict[str, Any]) -> dict[str, Any]:
+    """``message`` with the first numeric ``timestamp`` of ``sources``: mini-swe-agent 2
+    keeps it in ``extra``, 1.16-1.17 on the message itself."""
+    for source in sources:
+        stamp = source.get("timestamp")
+        if isinstance(stamp, int | float) and not isinstance(stamp, bool):
+            message["timestamp"] = stamp
+            break
     return message
