@@ -12,10 +12,12 @@ Two event layouts are read, from a JSON list, ``{"events"|"history": [...]}`` or
   without tool calls (the model wrote the command in its text): such an action is a call
   of its own (id ``openhands-N``) and the next observation its result. What OpenHands'
   conversation memory shows the model as user text is kept as such: a workspace
-  context (``recall`` observation) and an error that answers no call.
+  context or triggered knowledge (``recall`` observation, rendered as the memory renders
+  it) and an error that answers no call.
 * V1 (agent SDK events with ``kind``): ``SystemPromptEvent``, ``MessageEvent``
   (``llm_message``), ``ActionEvent`` (``tool_call``, grouped by ``llm_response_id``),
-  ``ObservationEvent`` / ``AgentErrorEvent`` / ``UserRejectObservation`` (results).
+  ``ObservationEvent`` / ``AgentErrorEvent`` / ``UserRejectObservation`` (results, as
+  the SDK's ``to_llm_message`` renders them).
 
 State changes, condensations and other events the model never saw are counted. An
 evaluation's ``output.jsonl`` holds one run per line: one is converted at a time.
@@ -46,6 +48,41 @@ V0_BOOKKEEPING = frozenset(
 )  # fmt: skip
 #: The repair of a V0 message action that names no source.
 ROLE_FROM_PLACE = "message actions without a source (the first is the user's, then the agent's)"
+#: What the agent SDK puts before a failed result (``Observation.ERROR_MESSAGE_HEADER``).
+V1_ERROR_HEADER = "[An error occurred during execution.]\n"
+#: V1 observations rendered as a command's output (``TerminalObservation``, named
+#: ``ExecuteBashObservation`` until November 2025).
+V1_TERMINALS = frozenset({"TerminalObservation", "ExecuteBashObservation"})
+#: V1 observations whose own ``to_llm_content`` shows the model something else than their
+#: content: kept as their content.
+V1_OWN_RENDERING = frozenset(
+    {"TaskObservation", "ConsultTomObservation", "SleeptimeComputeObservation"}
+)
+#: What the workspace context of OpenHands (``additional_info.j2``) says of hosts and of
+#: a checked-out branch.
+HOSTS_NOTE = (
+    "The user has access to the following hosts for accessing a web application,\n"
+    "each of which has a corresponding port:\n"
+)
+WEB_SERVER_NOTE = (
+    "When starting a web server, use the corresponding ports. You should also\n"
+    "set any options to allow iframes and CORS requests, and allow the server to\n"
+    "be accessed from any host (e.g. 0.0.0.0).\n"
+    "For example, if you are using vite.config.js, you should set server.host and "
+    "server.allowedHosts to true\n"
+)
+BRANCH_NOTE = (
+    'The repository has been checked out to branch "{0}".\n\n'
+    'IMPORTANT: You should work within the current branch "{0}" unless:\n'
+    "    1. the user explicitly instructs otherwise\n"
+    '    2. the current branch is "main", "master", or another default branch where direct '
+    "pushes may be unsafe\n"
+)
+#: How ``microagent_info.j2`` introduces a microagent's knowledge.
+KNOWLEDGE_NOTE = (
+    'The following information has been included based on a keyword match for "{0}".\n'
+    "It may or may not be relevant to the user's request.\n\n"
+)
 
 
 @dataclass
@@ -60,13 +97,15 @@ class _Reading:
     agent_spoke: bool = False
     #: Ids of the commands the user ran (their output is user text, not a tool result).
     user_commands: set[Any] = field(default_factory=set)
+    #: Names of the microagents earlier recalls brought (the memory shows each once).
+    recalled: set[str] = field(default_factory=set)
 
 
 def read(text: str) -> Imported:
     imported = Imported("openhands", "chat")
     events: list[Any] = []
     runs: list[Any] = []
-    for _, value in read_json_or_jsonl(text, "OpenHands events"):
+    for _, value in read_json_or_jsonl(text, "OpenHands events", imported):
         if isinstance(value, dict):
             inner = value.get("events") or value.get("history")
             if isinstance(inner, list):
@@ -154,8 +193,7 @@ def _v0(event: dict[str, Any], index: int, state: _Reading, imported: Imported) 
             result = {"role": "tool", "tool_call_id": meta["tool_call_id"], "content": _said(event)}
             return [_stamp(result, event)]
         if kind == "recall":
-            context = _workspace_context(event.get("extras"))
-            return [_stamp({"role": "user", "content": context}, event)] if context else []
+            return _recall(event, state, imported)
         if event.get("cause") in state.user_commands:
             text = f"\nObserved result of command executed by user:\n{_said(event)}"
             return [_stamp({"role": "user", "content": text}, event)]
@@ -222,19 +260,26 @@ def _said(event: dict[str, Any]) -> str:
     extras = event.get("extras")
     metadata = extras.get("metadata") if isinstance(extras, dict) else None
     if kind == "run" and isinstance(metadata, dict):
-        text = f"{metadata.get('prefix') or ''}{text}{metadata.get('suffix') or ''}"
-        if metadata.get("working_dir"):
-            text += f"\n[Current working directory: {metadata['working_dir']}]"
-        if metadata.get("py_interpreter_path"):
-            text += f"\n[Python interpreter: {metadata['py_interpreter_path']}]"
-        if metadata.get("exit_code", -1) != -1:
-            text += f"\n[Command finished with exit code {metadata['exit_code']}]"
-        return text
+        return _command_output(text, metadata)
     if kind == "error":
         return f"{text}\n[Error occurred in processing last action]"
     if kind == "user_rejected":
         return f"OBSERVATION:\n{text}\n[Last action has been rejected by the user]"
     return text or str(event.get("message") or "")
+
+
+def _command_output(output: str, metadata: dict[str, Any]) -> str:
+    """A command's output as OpenHands shows it to the model (V0's ``CmdOutputObservation``
+    and the SDK's ``TerminalObservation`` alike): its prefix and suffix, then its working
+    directory, interpreter and exit code where known (-1: still running)."""
+    text = f"{metadata.get('prefix') or ''}{output}{metadata.get('suffix') or ''}"
+    if metadata.get("working_dir"):
+        text += f"\n[Current working directory: {metadata['working_dir']}]"
+    if metadata.get("py_interpreter_path"):
+        text += f"\n[Python interpreter: {metadata['py_interpreter_path']}]"
+    if metadata.get("exit_code", -1) != -1:
+        text += f"\n[Command finished with exit code {metadata['exit_code']}]"
+    return text
 
 
 def _block_text(block: Any) -> str:
@@ -265,17 +310,98 @@ def _keep_tools(imported: Imported, tools: Any) -> None:
             imported.tools.append({"type": "function", "function": function})
 
 
-def _workspace_context(extras: Any) -> str:
-    """The text fields of a workspace-context recall, which OpenHands' memory shows the
-    model as a user message (repository, runtime, instructions, triggered knowledge)."""
-    if not isinstance(extras, dict):
+def _recall(event: dict[str, Any], state: _Reading, imported: Imported) -> list:
+    """A ``recall`` observation as OpenHands' conversation memory shows it: a user message
+    of the workspace context and the knowledge of the microagents it brought, or, for a
+    later recall, of the microagents no earlier recall brought (OpenHands' own
+    ``disabled_microagents`` setting is not in the export)."""
+    given = event.get("extras")
+    extras: dict[str, Any] = given if isinstance(given, dict) else {}
+    agents = [a for a in extras.get("microagent_knowledge") or () if isinstance(a, dict)]
+    context, new = "", [a for a in agents if str(a.get("name")) not in state.recalled]
+    if extras.get("recall_type") == "workspace_context":
+        context = _workspace_context(extras) if _has_context(extras) else ""
+        new = agents
+    state.recalled.update(str(a.get("name")) for a in agents)
+    text = "\n".join(p for p in (context, _knowledge(new)) if p)
+    if not text:
+        shown = "knowledge shown before" if agents else "nothing to show"
+        imported.drop(f"'recall' observations that show the model nothing ({shown})")
+        return []
+    return [_stamp({"role": "user", "content": text}, event)]
+
+
+def _has_context(extras: dict[str, Any]) -> bool:
+    """Whether OpenHands' memory renders a workspace context: a repository, its
+    instructions, the conversation's instructions, a date or secrets."""
+    keys = ("repo_name", "repo_directory", "conversation_instructions", "date")
+    return any(extras.get(k) for k in keys) or bool(
+        str(extras.get("repo_instructions") or "").strip()
+        or extras.get("custom_secrets_descriptions")
+    )
+
+
+def _workspace_context(extras: dict[str, Any]) -> str:
+    """OpenHands' ``additional_info.j2`` rendered for a recall, its blank lines included
+    (the template keeps the line break after each of its tags)."""
+    text = _repository_info(extras) + "\n"
+    if extras.get("repo_instructions"):
+        instructions = extras["repo_instructions"]
+        text += f"<REPOSITORY_INSTRUCTIONS>\n{instructions}\n</REPOSITORY_INSTRUCTIONS>\n"
+    text += "\n" + _runtime_information(extras)
+    if extras.get("conversation_instructions"):
+        instructions = extras["conversation_instructions"]
+        text += f"<CONVERSATION_INSTRUCTIONS>\n{instructions}\n</CONVERSATION_INSTRUCTIONS>\n"
+    return text.strip()
+
+
+def _repository_info(extras: dict[str, Any]) -> str:
+    name, directory = extras.get("repo_name") or "", extras.get("repo_directory") or ""
+    if not (name or directory):
         return ""
-    parts = []
-    for key, value in extras.items():
-        if key == "recall_type" or value in ("", None, [], {}):
-            continue
-        parts.append(f"{key}: {value if isinstance(value, str) else arguments_text(value)}")
-    return "\n".join(parts)
+    text = (
+        "\n<REPOSITORY_INFO>\nAt the user's request, repository "
+        f"{name} has been cloned to {directory} in the current working directory.\n"
+    )
+    if extras.get("repo_branch"):
+        text += BRANCH_NOTE.format(extras["repo_branch"])
+    return text + "\n</REPOSITORY_INFO>\n"
+
+
+def _runtime_information(extras: dict[str, Any]) -> str:
+    """The ``<RUNTIME_INFORMATION>`` block: working directory, hosts, the runtime's
+    instructions, secrets and date, each where the recall has it."""
+    text = "<RUNTIME_INFORMATION>\n"
+    if extras.get("working_dir"):
+        text += f"\nThe current working directory is {extras['working_dir']}\n"
+    text += "\n"
+    hosts = extras.get("runtime_hosts") or {}
+    if hosts:
+        listed = "".join(f"* {host} (port {port})\n" for host, port in hosts.items())
+        text += f"\n{HOSTS_NOTE}{listed}\n{WEB_SERVER_NOTE}"
+    text += "\n"
+    if extras.get("additional_agent_instructions"):
+        text += f"\n{extras['additional_agent_instructions']}\n"
+    text += "\n"
+    secrets = extras.get("custom_secrets_descriptions") or {}
+    if secrets:
+        listed = "".join(f"\n* **${name}**: {about}\n" for name, about in secrets.items())
+        text += (
+            "\n<CUSTOM_SECRETS>\nYou have access to the following environment variables\n"
+            f"{listed}\n</CUSTOM_SECRETS>\n"
+        )
+    text += "\n"
+    if extras.get("date"):
+        text += f"\nToday's date is {extras['date']} (UTC).\n"
+    return text + "\n</RUNTIME_INFORMATION>\n"
+
+
+def _knowledge(agents: list[dict[str, Any]]) -> str:
+    """The microagents' knowledge as ``microagent_info.j2`` shows it."""
+    return "\n\n".join(
+        f"<EXTRA_INFO>\n{KNOWLEDGE_NOTE.format(a.get('trigger'))}{a.get('content')}\n</EXTRA_INFO>"
+        for a in agents
+    )
 
 
 def _arguments_from_response(response: dict[str, Any], call_id: str) -> str | None:
@@ -319,15 +445,7 @@ def _v1(event: dict[str, Any], index: int, state: _Reading, imported: Imported) 
             imported.drop("reasoning content of actions (no Chat form)")
         return _call(state, event.get("llm_response_id"), call, thought, event)
     if kind in V1_RESULTS:
-        observation = event.get("observation")
-        if kind == "AgentErrorEvent":
-            text = str(event.get("error", ""))
-        elif kind == "UserRejectObservation":
-            text = f"[rejected by the user] {event.get('rejection_reason', '')}"
-        elif isinstance(observation, dict):
-            text = text_of(observation.get("content", observation))
-        else:
-            text = text_of(observation)
+        text = _v1_result(event)
         result = {"role": "tool", "tool_call_id": event.get("tool_call_id"), "content": text}
         return [_stamp(result, event)]
     if kind == "SystemPromptUpdateEvent":
@@ -335,3 +453,37 @@ def _v1(event: dict[str, Any], index: int, state: _Reading, imported: Imported) 
         return []
     imported.drop(f"'{kind}' events (not seen by the model)")
     return []
+
+
+def _v1_result(event: dict[str, Any]) -> str:
+    """A V1 result as the SDK's ``to_llm_message`` gives it to the model, its text parts
+    joined by newlines as the SDK's string form joins them: an observation's rendering
+    and the context it triggered (``extended_content``), an error, a rejection."""
+    kind = event["kind"]
+    if kind == "AgentErrorEvent":
+        return str(event.get("error", ""))
+    if kind == "UserRejectObservation":
+        return f"Action rejected: {event.get('rejection_reason', '')}"
+    observation, extended = event.get("observation"), event.get("extended_content")
+    parts = _observation(observation) if isinstance(observation, dict) else [text_of(observation)]
+    return "\n".join(parts + (_texts(extended) if isinstance(extended, list) else []))
+
+
+def _observation(observation: dict[str, Any]) -> list[str]:
+    """The text parts of an observation's ``to_llm_content``: the SDK's error header when
+    ``is_error``, then its content, a terminal's as a command's output. An observation of
+    an older SDK (no ``content`` list) or one that renders itself otherwise is its content."""
+    content = observation.get("content", observation)
+    if not isinstance(content, list) or observation.get("kind") in V1_OWN_RENDERING:
+        return [text_of(content)]
+    header = [V1_ERROR_HEADER] if observation.get("is_error") else []
+    if observation.get("kind") not in V1_TERMINALS:
+        return [*header, *_texts(content)]
+    metadata = observation.get("metadata")
+    output = "".join(_texts(content))
+    return [*header, _command_output(output, metadata if isinstance(metadata, dict) else {})]
+
+
+def _texts(content: list[Any]) -> list[str]:
+    """The texts of the SDK's content parts (images are not text)."""
+    return [str(p["text"]) for p in content if isinstance(p, dict) and "text" in p]
