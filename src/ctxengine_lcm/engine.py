@@ -428,7 +428,7 @@ class LcmEngine(ContextEngine):
         self._catch_up(conversation_messages or request_messages)
         conversation = self.store.conversation(self._conversation())
         head = _leading_system(request_messages)
-        budget = self._budget(budget_tokens, runtime_settings)
+        budget = self._budget(budget_tokens, runtime_settings, head)
         key = (conversation.id, conversation.context_version, budget)
         cached = self._last_assembly
         if cached is not None and cached[0] == key and cached[1] == head:
@@ -681,12 +681,17 @@ class LcmEngine(ContextEngine):
         self._keep_rendered(appended.messages)
         self._items = (conversation_id, appended.version, held[2] + list(appended.items))
 
-    def _budget(self, budget_tokens: int, runtime_settings: Any) -> int:
-        if budget_tokens and budget_tokens > 0:
-            return int(budget_tokens)
+    def _budget(self, budget_tokens: int, runtime_settings: Any, head: list[Message]) -> int:
+        """What the whole request, ``head`` (its system messages) included, may hold. A
+        host's budget (``budget_tokens``, or the runtime settings' limit) is the
+        conversation's: the system prompt and the tools are off the window already
+        (docs/runtime.md), so ``head`` comes on top of it; without one, the window."""
+        given = budget_tokens if budget_tokens and budget_tokens > 0 else None
         limits = getattr(runtime_settings, "limits", None)
-        if limits is not None and getattr(limits, "budget_tokens", None):
-            return int(limits.budget_tokens)
+        if given is None and limits is not None and getattr(limits, "budget_tokens", None):
+            given = limits.budget_tokens
+        if given is not None:
+            return int(given) + _count_head(head, self.context)
         return self.context_length or 1 << 62
 
     def _render(self, items: Sequence[Any]) -> list[Message]:

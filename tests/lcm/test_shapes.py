@@ -38,3 +38,17 @@ def test_a_single_long_loop_is_summarized_inside_its_turn(tmp_path, database):
     assert summary["compactions"] >= 5 and summary["summary_tokens_total"] > 0
     assert summary["omitted_without_cover"] == 0
     assert summary["probes_search_found"] >= summary["probes_total"] - 1
+
+
+def test_a_long_system_prompt_is_not_counted_twice(tmp_path, database):
+    """A coding agent's system prompt of ~6,000 tokens (Codex's instructions) with large
+    file reads: the host's budget leaves the prompt out and the engine counted it again,
+    so its requests dropped their summaries (messages left out uncovered on real Codex
+    sessions), and once it used the room, the host saw an estimate holding the prompt
+    and forced compactions the requests did not need."""
+    report = replay(tmp_path, database, "long-system-prompt", 20000)
+    summary = report["summary"]
+    assert report["errors"] == [] and summary["compactions"] > 0
+    assert summary["omitted_without_cover"] == 0 and summary["requests_with_omissions"] == 0
+    reasons = [reason for turn in report["turns"] for reason in turn["compaction_reasons"]]
+    assert "overflow" not in reasons

@@ -27,10 +27,44 @@ def write_shape(directory: Path, shape: str) -> Path:
         session = generate_session(120, 14)
     elif shape == "parallel-calls":
         session = _parallel_calls(60)
+    elif shape == "long-system-prompt":
+        session = _long_system_prompt(40)
     else:
         raise ValueError(f"unknown shape {shape!r}; use one of {', '.join(SHAPES)}")
     path, _ = write_session(directory / f"{shape}.jsonl", session)
     return path
+
+
+def _long_system_prompt(steps: int) -> GeneratedSession:
+    """A coding agent's session as Codex sends one: a system prompt of ~7,500 tokens (the
+    host's budget leaves it out, so an engine must not count it again) and file reads of
+    2,000-5,000 tokens each."""
+    rules = "\n".join(
+        f"- Rule {n}: keep changes minimal, run the tests before finishing, and explain "
+        f"each edit to file {n} in one sentence." for n in range(280)
+    )  # fmt: skip
+    messages: list[dict] = [
+        {"role": "system", "content": "You are a coding agent.\n" + rules},
+        {"role": "user", "content": "Port the settings loader to the new schema."},
+    ]
+    for step in range(steps):
+        arguments = json.dumps({"path": f"m{step}.py"})
+        call = {"id": f"call_{step}", "type": "function",
+                "function": {"name": "read_file", "arguments": arguments}}  # fmt: skip
+        size = 150 + 70 * (step % 4)
+        body = "\n".join(f"def setting_{step}_{n}(value):  # schema v{n}" for n in range(size))
+        messages += [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": call["id"], "content": body},
+        ]
+        if step % 8 == 7:
+            messages += [
+                {"role": "assistant", "content": f"Ported modules up to m{step}.py."},
+                {"role": "user", "content": "Go on with the next ones."},
+            ]
+    messages.append({"role": "assistant", "content": "Every module is ported."})
+    header = {HEADER_KEY: {"format_version": FORMAT_VERSION, "tools": TOOLS}}
+    return GeneratedSession(header, messages, [])
 
 
 def _parallel_calls(steps: int) -> GeneratedSession:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+from itertools import takewhile
 from typing import Any
 
 from ctxengine_host.contract.engine import ContextEngine
@@ -44,9 +45,18 @@ class GoodEngine(SlidingWindowEngine):
         incoming_message: Message | None = None,
         budget_tokens: int = 0,
     ) -> list[Message] | None:
-        if not budget_tokens or self._count(request_messages) <= budget_tokens:
+        head = _head(request_messages)
+        if not budget_tokens or self._count(request_messages[len(head) :]) <= budget_tokens:
             return None
-        return keep_newest_that_fit(request_messages, budget_tokens, self._count)
+        return self._fit(request_messages, budget_tokens)
+
+    def _fit(self, request_messages: list[Message], budget_tokens: int) -> list[Message]:
+        """The system head, then the conversation's newest messages within the budget
+        (the conversation's: the host has taken the system prompt off it already)."""
+        head = _head(request_messages)
+        return head + keep_newest_that_fit(
+            request_messages[len(head) :], budget_tokens, self._count
+        )
 
     def get_tool_schemas(self) -> list[dict[str, Any]]:
         return [ECHO_TOOL]
@@ -55,6 +65,11 @@ class GoodEngine(SlidingWindowEngine):
         if name == "kit_echo":
             return json.dumps({"text": args.get("text", "")})
         return json.dumps({"error": f"Unknown tool: {name}"})
+
+
+def _head(messages: list[Message]) -> list[Message]:
+    """The leading system messages."""
+    return list(takewhile(lambda m: m.get("role") == "system", messages))
 
 
 class ReservedName(GoodEngine):
@@ -166,6 +181,15 @@ class IgnoresBudget(GoodEngine):
         return list(request_messages)
 
 
+class CountsTheSystemPrompt(GoodEngine):
+    """Fits the system prompt into a budget the host has taken it off already."""
+
+    def select_context(self, request_messages, *, budget_tokens=0):
+        if not budget_tokens or self._count(request_messages) <= budget_tokens:
+            return None
+        return keep_newest_that_fit(request_messages, budget_tokens, self._count)
+
+
 class UnstableSelection(GoodEngine):
     calls = 0
 
@@ -179,7 +203,7 @@ class CoversUnknownMessages(GoodEngine):
     """Declares a cover for messages the conversation does not hold."""
 
     def select_context(self, request_messages, *, budget_tokens=0, **_: Any):
-        kept = keep_newest_that_fit(request_messages, budget_tokens, self._count)
+        kept = self._fit(request_messages, budget_tokens)
         return AssembleResult(messages=kept, covers=[("no-such-uid", "nor-this-one")])
 
 
@@ -241,6 +265,7 @@ BROKEN: dict[str, type] = {
     "compress-shrinks": GrowsOnCompress,
     "select-context-valid": SelectsStrings,
     "select-context-budget": IgnoresBudget,
+    "select-context-head": CountsTheSystemPrompt,
     "select-context-stable": UnstableSelection,
     "select-context-covers": CoversUnknownMessages,
     "clone-independence": SharedThresholdsClone,

@@ -26,10 +26,12 @@ RULE_IN_MESSAGE = re.compile(r"\[contract: ([a-z-]+)\]")
 
 #: Rules a broken engine may break besides its own, because its defect shows there too:
 #: the duck-typed engine lacking should_compress does not keep last_total_tokens either;
-#: an engine dropping tool results breaks the long tool loop too.
+#: an engine dropping tool results breaks the long tool loop too; an unstable selection
+#: differs between the calls the system-prompt rule compares.
 ALSO_BROKEN: dict[str, set[str]] = {
     "required-methods": {"update-from-response"},
     "compress-valid-sequence": {"compress-long-tool-loop"},
+    "select-context-stable": {"select-context-head"},
 }
 
 

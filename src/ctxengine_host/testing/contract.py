@@ -403,6 +403,39 @@ class ContextEngineContract:
                 "forfeit the provider's prompt cache",
             )
 
+    def test_select_context_head(
+        self, pressured_engine: Any, conversation: list[Message], token_counter: TokenCounter
+    ) -> None:
+        if not self.supports_select_context:
+            pytest.skip("supports_select_context = False")
+        args = self._select_args(conversation, token_counter)
+        _start_session(pressured_engine, args["request_messages"], "select-context-head")
+        plain = _selected(
+            _call("select-context-head", pressured_engine.select_context, copy.deepcopy(args)),
+            quiet=True,
+        )
+        if not plain or not all(isinstance(m, dict) for m in plain):
+            pytest.skip("select_context() made no change, or no valid one (select-context-valid)")
+        # About half the budget: an engine counting it again must leave messages out.
+        house_style = "Follow the house style. " * (args["budget_tokens"] // 10)
+        system = {"role": "system", "content": house_style}
+        headed = {**copy.deepcopy(args), "request_messages": [system, *args["request_messages"]]}
+        selected = (
+            _selected(
+                _call("select-context-head", pressured_engine.select_context, headed), quiet=True
+            )
+            or []
+        )
+        body = selected[1:] if selected and selected[0] == system else selected
+        if body != plain:
+            raise violation(
+                "select-context-head",
+                f"with a system prompt of {token_counter.count_messages([system])} tokens in "
+                f"request_messages, select_context() selected {len(body)} other messages "
+                f"instead of {len(plain)}: budget_tokens is the conversation's, the system "
+                "prompt is off it already (docs/runtime.md); do not count it again",
+            )
+
     def test_select_context_covers(
         self, pressured_engine: Any, conversation: list[Message], token_counter: TokenCounter
     ) -> None:

@@ -37,6 +37,9 @@ RULES: dict[str, str] = {
     "a valid sequence, or an AssembleResult, and leaves its input unchanged",
     "select-context-budget": "a list select_context() returns fits in budget_tokens",
     "select-context-stable": "select_context() returns an equal selection when nothing changed",
+    "select-context-head": "the request's system prompt is not counted against "
+    "budget_tokens (the host has taken it off already): a long one leaves the selected "
+    "conversation as it is",
     "select-context-covers": "the covers an AssembleResult declares name live messages: each "
     "a message_uid of conversation_messages or a (first, last) pair of them in live order, "
     "none of them a message the result also sends",

@@ -23,6 +23,7 @@ messages the returned list represents without sending them).
 from __future__ import annotations
 
 import sys
+from itertools import takewhile
 from typing import Any
 
 from ...contract.models import AssembleResult, CompactResult, RuntimeSettings
@@ -165,12 +166,13 @@ class FrameworkEngineAdapter:
         """The engine's view as a history for the host: no system-prompt addition, no uids."""
         if not is_implemented(self.engine, "select_context"):
             return None
+        budget = self._conversation_budget(messages, self.engine.threshold_tokens)
         view = call_declared(
             self.engine.select_context,
             {
                 "request_messages": messages,
-                "budget_tokens": self.engine.threshold_tokens,
-                "runtime_settings": self._settings(self.engine.threshold_tokens),
+                "budget_tokens": budget,
+                "runtime_settings": self._settings(budget),
             },
         )
         if isinstance(view, AssembleResult):
@@ -178,6 +180,16 @@ class FrameworkEngineAdapter:
         if not isinstance(view, list) or not view:
             return None
         return [{k: v for k, v in m.items() if k != "message_uid"} for m in view]
+
+    def _conversation_budget(self, request_messages: list[Message], budget: int) -> int:
+        """A framework's ``budget`` as the contract reads one. The framework's covers the
+        whole request; the contract's is the conversation's, the system prompt already off
+        it (docs/runtime.md), so the request's leading system messages come off it."""
+        count = getattr(getattr(self.engine, "context", None), "count_tokens", None)
+        head = list(takewhile(lambda m: m.get("role") == "system", request_messages or ()))
+        if not budget or budget <= 0 or not head or not callable(count):
+            return budget
+        return max(1, budget - int(count(head)))
 
     def _ingest(self, messages: list[Message] | None) -> None:
         """Store what the host holds that the engine has not seen (before any history read)."""
@@ -205,14 +217,15 @@ class FrameworkEngineAdapter:
         self._ingest(history)
         if not is_implemented(self.engine, "select_context"):
             return None
+        budget = self._conversation_budget(request_messages, budget_tokens)
         result = call_declared(
             self.engine.select_context,
             {
                 "request_messages": request_messages,
                 "conversation_messages": conversation_messages,
                 "incoming_message": incoming_message,
-                "budget_tokens": budget_tokens,
-                "runtime_settings": self._settings(budget_tokens),
+                "budget_tokens": budget,
+                "runtime_settings": self._settings(budget),
             },
         )
         self.last_select_covers = list(result.covers) if isinstance(result, AssembleResult) else []
