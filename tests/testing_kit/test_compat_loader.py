@@ -108,7 +108,10 @@ def test_an_installed_framework_wins_over_the_shims(tmp_path):
 
 
 class TestFrameworkPluginContract(ContextEngineContract):
-    """The framework-style engine, loaded unchanged, passes our whole contract kit."""
+    """The framework-style engine, loaded unchanged, passes our whole contract kit (its
+    budget is the framework's: the whole request, the system prompt included)."""
+
+    budget_excludes_system_prompt = False
 
     @pytest.fixture
     def engine(self, plugin_dir):
