@@ -390,14 +390,8 @@ class ContextEngineContract:
             pytest.skip("supports_select_context = False")
         args = self._select_args(conversation, token_counter)
         _start_session(pressured_engine, args["request_messages"], "select-context-stable")
-        first = _selected(
-            _call("select-context-stable", pressured_engine.select_context, copy.deepcopy(args)),
-            quiet=True,
-        )
-        second = _selected(
-            _call("select-context-stable", pressured_engine.select_context, copy.deepcopy(args)),
-            quiet=True,
-        )
+        first = _select(pressured_engine, args, "select-context-stable")
+        second = _select(pressured_engine, args, "select-context-stable")
         if (first or None) != (second or None):
             raise violation(
                 "select-context-stable",
@@ -413,10 +407,7 @@ class ContextEngineContract:
             pytest.skip("supports_select_context or budget_excludes_system_prompt = False")
         args = self._select_args(conversation, token_counter)
         _start_session(pressured_engine, args["request_messages"], "select-context-head")
-        plain = _selected(
-            _call("select-context-head", pressured_engine.select_context, copy.deepcopy(args)),
-            quiet=True,
-        )
+        plain = _select(pressured_engine, args, "select-context-head")
         if not plain or not all(isinstance(m, dict) for m in plain):
             pytest.skip("select_context() made no change, or no valid one (select-context-valid)")
         # About half the budget: an engine counting it again must leave messages out.
@@ -620,6 +611,12 @@ def _compacted_messages(result: Any, rule: str) -> list[Message] | None:
     raise violation(
         rule, f"compress() returned a {type(result).__name__}, not a list or a CompactResult"
     )
+
+
+def _select(engine: Any, args: dict[str, Any], rule: str) -> list[Message] | None:
+    """What ``select_context`` selects from a copy of ``args`` (validity unchecked: that
+    is ``select-context-valid``'s business)."""
+    return _selected(_call(rule, engine.select_context, copy.deepcopy(args)), quiet=True)
 
 
 def _selected(result: Any, quiet: bool = False) -> list[Message] | None:
