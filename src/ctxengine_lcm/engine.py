@@ -22,7 +22,7 @@ from typing import Any
 
 from ctxengine_host.contract.context import EngineContext
 from ctxengine_host.contract.engine import ContextEngine, ttl_problem
-from ctxengine_host.contract.messages import MAX_UID_CHARS, uid_problem
+from ctxengine_host.contract.messages import MAX_UID_CHARS, leading_system, uid_problem
 from ctxengine_host.contract.models import (
     AssembleResult,
     BootstrapResult,
@@ -427,7 +427,7 @@ class LcmEngine(ContextEngine):
         """Summaries then the fresh tail, within the budget; None when nothing is stored."""
         self._catch_up(conversation_messages or request_messages)
         conversation = self.store.conversation(self._conversation())
-        head = _leading_system(request_messages)
+        head = leading_system(request_messages)
         budget = self._budget(budget_tokens, runtime_settings, head)
         key = (conversation.id, conversation.context_version, budget)
         cached = self._last_assembly
@@ -1031,15 +1031,6 @@ def _version_count(messages: Sequence[Any]) -> int:
         1 if len(group) == 1 else len({message_digest(m) for m in group})
         for group in by_uid.values()
     )
-
-
-def _leading_system(messages: Sequence[Any]) -> list[Message]:
-    head = []
-    for message in messages:
-        if not isinstance(message, dict) or message.get("role") != "system":
-            break
-        head.append(message)
-    return head
 
 
 def _measure_list_overhead(count: Callable[[Any], int]) -> int | None:

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import copy
 import json
-from itertools import takewhile
 from typing import Any
 
 from ctxengine_host.contract.engine import ContextEngine
-from ctxengine_host.contract.messages import atomic_blocks, flatten
+from ctxengine_host.contract.messages import atomic_blocks, flatten, leading_system
 from ctxengine_host.contract.models import AssembleResult
 from ctxengine_host.discovery.fallback import SlidingWindowEngine, keep_newest_that_fit
 
@@ -45,7 +44,7 @@ class GoodEngine(SlidingWindowEngine):
         incoming_message: Message | None = None,
         budget_tokens: int = 0,
     ) -> list[Message] | None:
-        head = _head(request_messages)
+        head = leading_system(request_messages)
         if not budget_tokens or self._count(request_messages[len(head) :]) <= budget_tokens:
             return None
         return self._fit(request_messages, budget_tokens)
@@ -53,7 +52,7 @@ class GoodEngine(SlidingWindowEngine):
     def _fit(self, request_messages: list[Message], budget_tokens: int) -> list[Message]:
         """The system head, then the conversation's newest messages within the budget
         (the conversation's: the host has taken the system prompt off it already)."""
-        head = _head(request_messages)
+        head = leading_system(request_messages)
         return head + keep_newest_that_fit(
             request_messages[len(head) :], budget_tokens, self._count
         )
@@ -65,11 +64,6 @@ class GoodEngine(SlidingWindowEngine):
         if name == "kit_echo":
             return json.dumps({"text": args.get("text", "")})
         return json.dumps({"error": f"Unknown tool: {name}"})
-
-
-def _head(messages: list[Message]) -> list[Message]:
-    """The leading system messages."""
-    return list(takewhile(lambda m: m.get("role") == "system", messages))
 
 
 class ReservedName(GoodEngine):

@@ -14,6 +14,17 @@ Message = dict[str, Any]
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+def leading_system(messages: Sequence[Any]) -> list[Message]:
+    """The system messages a request opens with: its head, which a host's budget leaves
+    out (the system prompt is taken off the window first)."""
+    head = []
+    for message in messages:
+        if not isinstance(message, dict) or message.get("role") != "system":
+            break
+        head.append(message)
+    return head
+
+
 #: The longest ``message_uid`` a caller may give: the stores index rows by it, and
 #: PostgreSQL's index refuses an entry over ~2,700 bytes (four UTF-8 bytes a character),
 #: where SQLite takes any length. Uids are ids (ours are 32 hex digits, providers' ~30-60).

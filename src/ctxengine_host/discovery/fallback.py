@@ -12,7 +12,7 @@ from typing import Any
 
 from .._version import __version__
 from ..contract.engine import ContextEngine
-from ..contract.messages import atomic_blocks, flatten
+from ..contract.messages import atomic_blocks, flatten, leading_system
 from ..contract.usage import apply_usage
 
 Message = dict[str, Any]
@@ -31,11 +31,8 @@ def keep_newest_that_fit(
     newest block is always kept, even when it alone is over budget: an empty request
     would be worse than an oversized one the caller can report.
     """
-    head_len = 0
-    while head_len < len(messages) and messages[head_len].get("role") == "system":
-        head_len += 1
-    head = messages[:head_len]
-    blocks = atomic_blocks(messages[head_len:])
+    head = leading_system(messages)
+    blocks = atomic_blocks(messages[len(head) :])
     task = blocks.pop(0) if blocks and blocks[0][0].get("role") == "user" else []
     kept: list[list[Message]] = []
     used = count(head) + count(task)

@@ -146,10 +146,9 @@ class RequestAssembler:
         if selected:
             kept = self._without_own_system_prompt(selected)
             if engine_estimate and len(kept) < len(selected):
-                # The estimate counted the copy of the system prompt just removed: the host
-                # sends its own head, which the budget leaves out.
-                copy_tokens = session.host.counter.count_message(selected[0])
-                engine_estimate = max(1, engine_estimate - copy_tokens)
+                # The estimate counted the copy of the system prompt just removed (the head's
+                # one message): the host sends its own head, which the budget leaves out.
+                engine_estimate = max(1, engine_estimate - session.head_tokens)
             # Counted before stripping: uids and digests find the cached counts.
             tokens, wire, positions = session.live.resolve(kept)
             conversation = tokens + REPLY_PRIMER_TOKENS

@@ -23,9 +23,9 @@ messages the returned list represents without sending them).
 from __future__ import annotations
 
 import sys
-from itertools import takewhile
 from typing import Any
 
+from ...contract.messages import leading_system
 from ...contract.models import AssembleResult, CompactResult, RuntimeSettings
 from ...contract.signatures import call_declared, is_implemented
 from ..validation import host_requirement_problems
@@ -186,7 +186,7 @@ class FrameworkEngineAdapter:
         whole request; the contract's is the conversation's, the system prompt already off
         it (docs/runtime.md), so the request's leading system messages come off it."""
         count = getattr(getattr(self.engine, "context", None), "count_tokens", None)
-        head = list(takewhile(lambda m: m.get("role") == "system", request_messages or ()))
+        head = leading_system(request_messages or ())
         if not budget or budget <= 0 or not head or not callable(count):
             return budget
         return max(1, budget - int(count(head)))
