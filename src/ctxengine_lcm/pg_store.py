@@ -435,17 +435,22 @@ class PgLcmStore(StoreCommon):
     # Messages.
 
     @staticmethod
-    def _fresh(conn: Any, conversation_id: int, messages: Sequence[NewMessage]) -> list[NewMessage]:
-        """``messages`` whose versions are not stored yet (first of repeats kept)."""
-        seen = {
-            (r[0], r[1])
-            for r in conn.execute(
-                "SELECT message_uid, digest FROM lcm_messages WHERE conversation_id=%s "
-                "AND message_uid = ANY(%s)",
-                (conversation_id, [m.message_uid for m in messages]),
-            )
-        }
-        return first_unseen(messages, seen)
+    def _counters_and_fresh(
+        conn: Any, conversation_id: int, messages: Sequence[NewMessage]
+    ) -> tuple[int, int, list[NewMessage]]:
+        """(message count, next ordinal), the conversation row locked until commit, and
+        ``messages`` whose versions are not stored yet (first of repeats kept): one round
+        trip."""
+        count, next_ordinal, uids, digests = conn.execute(
+            "SELECT c.message_count, c.next_ordinal, known.uids, known.digests "
+            "FROM lcm_conversations c CROSS JOIN LATERAL (SELECT array_agg(m.message_uid) "
+            "AS uids, array_agg(m.digest) AS digests FROM lcm_messages m "
+            "WHERE m.conversation_id = c.id AND m.message_uid = ANY(%s)) known "
+            "WHERE c.id = %s FOR UPDATE OF c",
+            ([m.message_uid for m in messages], conversation_id),
+        ).fetchone()
+        seen = set(zip(uids or (), digests or (), strict=True))
+        return count, next_ordinal, first_unseen(messages, seen)
 
     @staticmethod
     def _link_sources(
@@ -466,43 +471,37 @@ class PgLcmStore(StoreCommon):
         first_seq: int,
         first_ordinal: int,
     ) -> Appended:
-        """Rows and context items for ``fresh`` at free seq/ordinal slots; counters updated."""
-        half = len(fresh) // 2
-        self._insert_messages(conn, conversation_id, first_seq, fresh[:half])
+        """Rows and context items for ``fresh`` at free seq/ordinal slots, counters updated:
+        one statement, so one round trip (each is a wait for the server). The crash point
+        comes before it, inside the transaction: on this backend a statement is never half
+        done, so that is the deepest point a batch can be cut."""
         fault_point("lcm.ingest.mid_batch")
-        self._insert_messages(conn, conversation_id, first_seq + half, fresh[half:])
-        items = conn.execute(
-            "INSERT INTO lcm_context_items(conversation_id, ordinal, kind, ref_id, "
-            "token_count, depth, role) SELECT conversation_id, %s + seq - %s, 'message', id, "
-            "context_tokens, -1, role FROM lcm_messages WHERE conversation_id=%s "
-            "AND seq BETWEEN %s AND %s RETURNING ordinal, ref_id",
-            (first_ordinal, first_seq, conversation_id, first_seq, first_seq + len(fresh) - 1),
-        ).fetchall()
-        (version,) = conn.execute(
-            "UPDATE lcm_conversations SET message_count=message_count+%s, "
-            "next_ordinal=next_ordinal+%s, context_tokens=context_tokens+%s, "
-            "context_version=context_version+1 WHERE id=%s RETURNING context_version",
-            (len(fresh), len(fresh), sum(m.context_tokens for m in fresh), conversation_id),
-        ).fetchone()
-        return appended(conversation_id, fresh, first_seq, items, version)
-
-    @staticmethod
-    def _insert_messages(
-        conn: Any, conversation_id: int, first_seq: int, batch: Sequence[NewMessage]
-    ) -> None:
-        if not batch:
-            return
-        columns = list(zip(*[m.columns() for m in batch], strict=True))
-        conn.execute(
-            "INSERT INTO lcm_messages(conversation_id, seq, message_uid, role, content, "
-            "extra_json, tool_call_id, tool_name, token_count, context_tokens, externalized, "
-            "created_at, digest) SELECT %s, %s + n - 1, uid, role, content, extra, call_id, "
-            "tool, tok, ctx, ext, at, dig FROM unnest(%s::text[], %s::text[], %s::text[], "
-            "%s::text[], %s::text[], %s::text[], %s::int[], %s::int[], %s::bool[], "
+        columns = [list(c) for c in zip(*[m.columns() for m in fresh], strict=True)]
+        rows = conn.execute(
+            "WITH stored AS (INSERT INTO lcm_messages(conversation_id, seq, message_uid, role, "
+            "content, extra_json, tool_call_id, tool_name, token_count, context_tokens, "
+            "externalized, created_at, digest) SELECT %s, %s + n - 1, uid, role, content, "
+            "extra, call_id, tool, tok, ctx, ext, at, dig FROM unnest(%s::text[], %s::text[], "
+            "%s::text[], %s::text[], %s::text[], %s::text[], %s::int[], %s::int[], %s::bool[], "
             "%s::float8[], %s::text[]) WITH ORDINALITY "
-            "AS t(uid, role, content, extra, call_id, tool, tok, ctx, ext, at, dig, n)",
-            (conversation_id, first_seq, *[list(c) for c in columns]),
-        )
+            "AS t(uid, role, content, extra, call_id, tool, tok, ctx, ext, at, dig, n) "
+            "RETURNING id, seq, context_tokens, role), "
+            "items AS (INSERT INTO lcm_context_items(conversation_id, ordinal, kind, ref_id, "
+            "token_count, depth, role) SELECT %s, %s + seq - %s, 'message', id, "
+            "context_tokens, -1, role FROM stored RETURNING ordinal, ref_id), "
+            "counters AS (UPDATE lcm_conversations SET message_count=message_count+%s, "
+            "next_ordinal=next_ordinal+%s, context_tokens=context_tokens+%s, "
+            "context_version=context_version+1 WHERE id=%s RETURNING context_version) "
+            "SELECT items.ordinal, items.ref_id, counters.context_version "
+            "FROM items CROSS JOIN counters",
+            (
+                conversation_id, first_seq, *columns,
+                conversation_id, first_ordinal, first_seq,
+                len(fresh), len(fresh), sum(m.context_tokens for m in fresh), conversation_id,
+            ),
+        ).fetchall()  # fmt: skip
+        items = [(ordinal, ref) for ordinal, ref, _ in rows]
+        return appended(conversation_id, fresh, first_seq, items, rows[0][2])
 
     def messages_by_id(self, ids: Iterable[int]) -> dict[int, StoredMessage]:
         ids = list(ids)

@@ -555,12 +555,16 @@ class SqliteStore(StoreCommon):
 
     # Messages.
 
-    def _fresh(
+    def _counters_and_fresh(
         self, conn: sqlite3.Connection, conversation_id: int, messages: Sequence[NewMessage]
-    ) -> list[NewMessage]:
-        """``messages`` whose versions are not stored yet (first of repeats kept)."""
+    ) -> tuple[int, int, list[NewMessage]]:
+        """(message count, next ordinal), and ``messages`` whose versions are not stored
+        yet (first of repeats kept). The transaction's write lock holds the counters."""
+        count, next_ordinal = conn.execute(
+            "SELECT message_count, next_ordinal FROM conversations WHERE id=?", (conversation_id,)
+        ).fetchone()
         seen = self._existing_versions(conn, conversation_id, [m.message_uid for m in messages])
-        return first_unseen(messages, seen)
+        return count, next_ordinal, first_unseen(messages, seen)
 
     @staticmethod
     def _link_sources(

@@ -157,7 +157,9 @@ class StoreCommon:
     # What each backend implements itself.
     _read: Callable[..., list[tuple]]
     _tx: Callable[[str], AbstractContextManager[Any]]
-    _fresh: Callable[[Any, int, Sequence[NewMessage]], list[NewMessage]]
+    _counters_and_fresh: Callable[
+        [Any, int, Sequence[NewMessage]], tuple[int, int, list[NewMessage]]
+    ]
     _insert_rows: Callable[[Any, int, list[NewMessage], int, int], Appended]
     _link_sources: Callable[[Any, str, str, int, Sequence[int]], None]
     _conversations_clause: Callable[[str, Sequence[int]], tuple[str, list[Any]]]
@@ -229,8 +231,7 @@ class StoreCommon:
         if not messages:
             return Appended()
         with self._tx("storing messages") as conn:
-            count, next_ordinal = self._counters(conn, conversation_id)
-            fresh = self._fresh(conn, conversation_id, messages)
+            count, next_ordinal, fresh = self._counters_and_fresh(conn, conversation_id, messages)
             if not fresh:
                 return Appended()
             return self._insert_rows(conn, conversation_id, fresh, count + 1, next_ordinal)
@@ -250,8 +251,7 @@ class StoreCommon:
         if not messages:
             return 0
         with self._tx("inserting missed messages") as conn:
-            count, next_ordinal = self._counters(conn, conversation_id)
-            fresh = self._fresh(conn, conversation_id, messages)
+            count, next_ordinal, fresh = self._counters_and_fresh(conn, conversation_id, messages)
             if not fresh:
                 return 0
             place = self._insertion_point(conn, conversation_id, after_uid, count)
@@ -262,16 +262,6 @@ class StoreCommon:
             self._make_room(conn, conversation_id, first_seq, first_ordinal, len(fresh))
             self._insert_rows(conn, conversation_id, fresh, first_seq, first_ordinal)
             return len(fresh)
-
-    def _counters(self, conn: Any, conversation_id: int) -> tuple[int, int]:
-        """(message count, next ordinal), with the conversation row locked until commit."""
-        d = self._sql
-        count, next_ordinal = conn.execute(
-            f"SELECT message_count, next_ordinal FROM {d.conversations} WHERE id={d.p}"
-            + d.row_lock,
-            (conversation_id,),
-        ).fetchone()
-        return count, next_ordinal
 
     def _insertion_point(
         self, conn: Any, conversation_id: int, after_uid: str | None, count: int

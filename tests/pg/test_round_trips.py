@@ -242,3 +242,41 @@ def test_no_generic_plan_outlives_the_table_sizes_it_was_made_for(pg_database, t
         assert generic == 0, plans
     finally:
         engine.dispose()
+
+
+def test_an_append_is_two_statements_and_records_what_it_stored(pg_database, monkeypatch):
+    """Inside its transaction an append sends the counters with the known versions, then
+    the messages, their context items and the counters' update in one statement: each
+    statement is a wait for the server on every turn. What it reports is what is stored."""
+    from ctxengine_lcm.pg_store import PgLcmStore
+    from ctxengine_lcm.store import NewMessage
+
+    def message(uid: str, text: str, tokens: int, digest: str = "v1") -> NewMessage:
+        return NewMessage(uid, "user", text, "{}", None, None, tokens, tokens, False, 1.0, digest)
+
+    store = PgLcmStore(fresh_schema_url(pg_database))
+    try:
+        conv = store.current_conversation("s").id
+        store.append(conv, [message("a", "first", 3)])
+        counter = RoundTripCounter(monkeypatch)
+        batch = [message("a", "first", 3), message("b", "second", 4), message("c", "third", 5)]
+        with counter as trips:
+            done = store.append(conv, batch)
+        assert len(trips) == 2, trips
+        assert "FOR UPDATE" in trips[0][0] and "INSERT INTO lcm_messages" in trips[1][0]
+        assert [m.message_uid for m in done.messages] == ["b", "c"]  # "a" was known
+        items = store.context_items(conv)
+        assert done.item_rows == tuple((i.ordinal, i.ref_id) for i in items[1:])
+        assert list(done.items) == items[1:]
+        assert [store.messages_by_id([i.ref_id])[i.ref_id].seq for i in items] == [1, 2, 3]
+        row = store.conversation(conv)
+        assert (row.message_count, row.context_tokens) == (3, 12)
+        assert done.version == row.context_version
+        with counter as trips:  # every version known: the read alone, nothing written
+            assert store.append(conv, batch[1:]).count == 0
+        assert len(trips) == 1, trips
+        # A new version of a known uid is stored as a message of its own.
+        assert store.append(conv, [message("b", "second, edited", 6, "v2")]).count == 1
+        assert store.conversation(conv).message_count == 4
+    finally:
+        store.close()
