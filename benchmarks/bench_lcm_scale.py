@@ -9,7 +9,10 @@ summarizer, one with 1,000 messages and one with N (~600 characters each), then 
 - relevance-sorted ``lcm_grep`` on a common term, limit 50 (p95 < 500 ms);
 - keyword ``lcm_grep`` (``<word> service key``, limit 10, the 50 facts of ``bench_peer``
   planted over the history): p50 <= 2 ms and p95 <= 10 ms (at 1,000,000: p95 <= 50 ms), and
-  recall (the planted value among the results) equal to recall at 1,000;
+  recall (the planted value among the results) equal to recall at 1,000. Here every word
+  of the query is common (``service`` and ``key`` are filler words too), a harder query
+  than ``bench_peer.py``'s, where they occur in the facts alone; the bounds are the issue's
+  for that one, kept here as a stricter check;
 - batched ingest throughput while building (>= 20,000 messages/s; >= 10,000 from 1,000,000);
 - engine memory during the measurements (tracemalloc peak), which should not grow with N.
 
@@ -336,11 +339,11 @@ def main() -> None:
         "rare grep p50 < 50 ms": large["grep_rare_p50_ms"] < 50,
         "relevance grep p95 < 500 ms": large["grep_common_relevance_p95_ms"] < 500,
         **(
-            {"keyword grep p95 <= 50 ms": large["grep_keyword_p95_ms"] <= 50}
+            {"keyword grep p95 <= 50 ms (every word common)": large["grep_keyword_p95_ms"] <= 50}
             if huge
             else {
-                "keyword grep p50 <= 2 ms": large["grep_keyword_p50_ms"] <= 2,
-                "keyword grep p95 <= 10 ms": large["grep_keyword_p95_ms"] <= 10,
+                "keyword grep p50 <= 2 ms (every word common)": large["grep_keyword_p50_ms"] <= 2,
+                "keyword grep p95 <= 10 ms (every word common)": large["grep_keyword_p95_ms"] <= 10,
             }
         ),
         "keyword recall as at 1,000": large["keyword_recall"] >= small["keyword_recall"],
