@@ -893,3 +893,19 @@ def test_an_agents_sdk_database_of_several_sessions_is_refused_with_the_fix(tmp_
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "holds 2 sessions ('user_456', 'conversation_123')" in done.stderr
     assert "session_id = 'user_456'" in done.stderr and not (tmp_path / "x.jsonl").exists()
+
+
+def test_convert_counts_messages_as_validate_does(tmp_path):
+    """An Anthropic user line holding the results of parallel calls is several Chat
+    messages: the report counts messages as `validate` and `replay` do, and the file's
+    lines apart (it said 4 messages where validate said 5)."""
+    out = tmp_path / "parallel.jsonl"
+    report = convert("claude-code", SAMPLES / "claude-code-parallel.jsonl", out)
+    checked = ctxengine("validate", str(out), "--json")
+    assert checked.returncode == 0, checked.stderr
+    assert report["messages"] == json.loads(checked.stdout)["messages"] == 5
+    assert report["lines"] == 4
+    shown = ctxengine(
+        "convert", "--from", "claude-code", str(SAMPLES / "claude-code-parallel.jsonl"), str(out)
+    )
+    assert f"{out}: 5 messages in 4 lines, 1 turns" in shown.stdout

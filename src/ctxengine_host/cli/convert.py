@@ -60,6 +60,10 @@ def run(args: argparse.Namespace) -> int:
     out.write_bytes(data)
     report = {
         **imported.report(),
+        # Counted as `validate` and `replay` count them (Chat messages: an Anthropic user
+        # line of several tool results is several); `lines` as the file holds them.
+        "messages": len(parsed.messages),
+        "lines": len(imported.messages),
         "input": str(args.input),
         "output": str(out),
         "turns": len(parsed.turns()),
@@ -73,8 +77,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _render(report: dict[str, Any]) -> str:
+    written = f" in {report['lines']} lines" if report["lines"] != report["messages"] else ""
     lines = [
-        f"{report['output']}: {report['messages']} messages, {report['turns']} turns "
+        f"{report['output']}: {report['messages']} messages{written}, {report['turns']} turns "
         f"(shape {report['shape']}, from {report['from']})"
     ]
     for title, key in (("not kept", "dropped"), ("repaired", "repaired")):
