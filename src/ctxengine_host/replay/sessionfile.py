@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from ..contract.messages import well_formed
 from ..contract.models import PERSISTENCE_ONLY_FIELDS
+from ..jsonl import jsonl_lines
 from ..limits import check_nesting, loads_json
 from ..shapes import (
     SHAPES,
@@ -325,7 +326,7 @@ def _split_entries(text: str, parsed: ParsedSession) -> list[tuple[int, Any]]:
     if stripped.startswith("["):
         return _split_array(text, parsed)
     entries = []
-    for number, raw in enumerate(text.splitlines(), start=1):
+    for number, raw in enumerate(jsonl_lines(text), start=1):
         if not raw.strip():
             continue
         try:

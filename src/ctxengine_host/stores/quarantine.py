@@ -19,6 +19,7 @@ from typing import Protocol
 
 from filelock import FileLock
 
+from ..jsonl import jsonl_lines
 from ..paths import user_data_dir
 
 QUARANTINE_FILE_ENV = "CTXENGINE_QUARANTINE_FILE"
@@ -70,7 +71,7 @@ class QuarantineLog:
         except FileNotFoundError:
             return []
         out = []
-        for line in text.splitlines():
+        for line in jsonl_lines(text):
             try:
                 rec = QuarantineRecord(**json.loads(line))
             except (ValueError, TypeError):

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...contract.messages import well_formed
+from ...jsonl import jsonl_lines
 from ..sessionfile import FORMAT_VERSION, HEADER_KEY
 
 Message = dict[str, Any]
@@ -76,6 +77,8 @@ class Imported:
 
 #: What the report calls a last line cut short.
 CUT_SHORT = "a last line cut short (the file was copied while being written)"
+#: What the report calls a line holding several JSON values with no newline between them.
+GLUED = "lines holding several JSON values with no newline between them (split)"
 
 
 def read_json_or_jsonl(
@@ -85,7 +88,9 @@ def read_json_or_jsonl(
 
     A UTF-8 byte order mark is skipped. A JSONL file copied while its tool was writing it
     ends in part of a line, with no newline after it: with ``imported`` given, that line
-    is left out and reported (any other line that is not JSON is an error)."""
+    is left out and reported; a line holding several values with no newline between them
+    (seen in real Claude Code files: an answer line and a summary line glued together) is
+    read as those values, reported (any other line that is not JSON is an error)."""
     text = text.removeprefix("\ufeff")
     stripped = text.strip()
     if not stripped:
@@ -96,12 +101,17 @@ def read_json_or_jsonl(
         except json.JSONDecodeError:
             pass  # JSONL whose lines are objects
     out = []
-    lines = text.splitlines()
+    lines = jsonl_lines(text)
     for number, raw in enumerate(lines, start=1):
         if raw.strip():
             try:
                 out.append((number, json.loads(raw)))
             except json.JSONDecodeError as exc:
+                glued = _glued_values(raw) if imported is not None else None
+                if glued is not None and imported is not None:
+                    out.extend((number, value) for value in glued)
+                    imported.repaired[GLUED] += 1
+                    continue
                 cut_short = number == len(lines) and not text.endswith(("\n", "\r"))
                 if cut_short and imported is not None and out:
                     imported.drop(CUT_SHORT)
@@ -110,6 +120,22 @@ def read_json_or_jsonl(
                     f"line {number}: invalid JSON ({exc.msg}); is this a {what} file?"
                 ) from None
     return out
+
+
+def _glued_values(line: str) -> list[Any] | None:
+    """The JSON values of ``line`` when it is two or more of them one after the other
+    (whitespace between them allowed), else None."""
+    decoder = json.JSONDecoder()
+    values: list[Any] = []
+    at = len(line) - len(line.lstrip())
+    try:
+        while at < len(line):
+            value, at = decoder.raw_decode(line, at)
+            values.append(value)
+            at += len(line[at:]) - len(line[at:].lstrip())
+    except json.JSONDecodeError:
+        return None
+    return values if len(values) > 1 else None
 
 
 def arguments_text(value: Any) -> str:

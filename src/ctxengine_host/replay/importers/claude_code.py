@@ -35,6 +35,12 @@ from itertools import pairwise
 from typing import Any
 
 from .base import Imported, TranscriptError, read_json_or_jsonl
+from .claude_code_context import (
+    attachment_as_user_line,
+    attachment_drop_reason,
+    place_sent_prompts,
+    sent_prompts,
+)
 from .pairing import pair_anthropic
 
 ASSISTANT_BLOCKS = frozenset({"text", "thinking", "redacted_thinking", "tool_use"})
@@ -49,11 +55,16 @@ def read(text: str) -> Imported:
     lines = [v for _, v in read_json_or_jsonl(text, "Claude Code session", imported)]
     if not all(isinstance(v, dict) for v in lines):
         raise TranscriptError("every line of a Claude Code session is a JSON object")
+    lines = [attachment_as_user_line(v) or v for v in lines]
+    sent = sent_prompts(lines, imported)
+    position = {id(v): n for n, v in enumerate(lines)}
     by_uuid = {v["uuid"]: v for v in lines if isinstance(v.get("uuid"), str)}
     talk = [v for v in lines if v.get("type") in ("user", "assistant") and "message" in v]
     talk_ids = {id(v) for v in talk}
     for v in lines:
-        if id(v) not in talk_ids:
+        if v.get("type") == "attachment":
+            imported.drop(attachment_drop_reason(v))
+        elif id(v) not in talk_ids:
             imported.drop(f"'{v.get('type')}' lines (not messages)")
     main = [v for v in talk if not v.get("isSidechain")] or talk  # else a sub-agent's file
     if len(main) < len(talk):
@@ -74,6 +85,7 @@ def read(text: str) -> Imported:
     chain |= _results_beside(main, chain)
     chain |= _local_commands_beside(main, chain, by_uuid)
     current = _parents_first([v for v in main if id(v) in chain], by_uuid)
+    answers: list[tuple[int, int]] = []  # (line position, message index) of each answer
     if len(current) < len(main):
         imported.drop("messages on abandoned branches (rewinds, edits)", len(main) - len(current))
     for line in current:
@@ -87,8 +99,11 @@ def read(text: str) -> Imported:
             imported.drop("Claude Code line metadata (cwd, version, git branch, tool copies)")
         if line["type"] == "assistant":
             _add_answer_line(imported, line)
+            if imported.messages and imported.messages[-1]["role"] == "assistant":
+                answers.append((position[id(line)], len(imported.messages) - 1))
         else:
             _add_user_line(imported, line)
+    place_sent_prompts(imported, sent, answers)
     for message in imported.messages:
         message.pop("_answer_id", None)
         if message.get("timestamp") is None:

@@ -4,7 +4,9 @@ Each line is ``{"timestamp", "type", "payload"}``; ``response_item`` payloads ar
 Codex sent and received (Responses API items) and are kept with the line's timestamp.
 ``session_meta``, ``turn_context`` and ``event_msg`` lines describe the UI and the run,
 ``compacted`` lines Codex's own compaction: none of them is a message, and the report
-counts them. A ``thread_rolled_back`` event discards the newest turns as Codex does: the
+counts them; but the system prompt newer rollouts record in ``session_meta``
+(``base_instructions``, sent as every request's ``instructions``) leads the session as a
+system message. A ``thread_rolled_back`` event discards the newest turns as Codex does: the
 items from the start of the ``num_turns``-th last user turn on (a user message that is
 not context Codex added: environment, instructions, an abort notice), with the context
 updates sent just before it (Codex sends them again after a rollback). Older rollouts
@@ -33,6 +35,7 @@ def read(text: str) -> Imported:
         # The TypeScript CLI's rollout (0.1.x, spring 2025): one {"session", "items"} JSON.
         imported.drop("rollout metadata and state lines")
         records = [(1, item) for item in document["items"]]
+    instructions: dict[str, Any] | None = None
     for line, value in records:
         if not isinstance(value, dict):
             raise TranscriptError(f"line {line}: expected a JSON object")
@@ -42,6 +45,8 @@ def read(text: str) -> Imported:
                 payload = value["payload"]
                 if isinstance(payload, dict) and payload.get("type") == "thread_rolled_back":
                     _roll_back(imported, payload.get("num_turns"))
+                if value["type"] == "session_meta" and instructions is None:
+                    instructions = _base_instructions(payload, value.get("timestamp"))
                 continue
             item, stamp = value["payload"], value.get("timestamp")
         elif "record_type" in value or ("instructions" in value and "type" not in value):
@@ -54,8 +59,28 @@ def read(text: str) -> Imported:
             if stamp is not None:
                 converted["timestamp"] = stamp
             imported.messages.append(converted)
+    if instructions is not None:
+        imported.messages.insert(0, instructions)
     pair_responses(imported)
     return imported
+
+
+def _base_instructions(payload: Any, stamp: Any) -> dict[str, Any] | None:
+    """The system prompt Codex sends with every request (``instructions``), which newer
+    rollouts (0.12x) record only in ``session_meta.base_instructions``: a leading system
+    message, or None where the line has none."""
+    base = payload.get("base_instructions") if isinstance(payload, dict) else None
+    text = base.get("text") if isinstance(base, dict) else base
+    if not isinstance(text, str) or not text.strip():
+        return None
+    message: dict[str, Any] = {
+        "type": "message",
+        "role": "system",
+        "content": [{"type": "input_text", "text": text}],
+    }
+    if stamp is not None:
+        message["timestamp"] = stamp
+    return message
 
 
 def _item(item: Any, imported: Imported, line: int) -> dict[str, Any] | None:

@@ -7,7 +7,11 @@ stores response objects (``{"object": "response", "output": [...]}``) and items.
 
 SWE-agent (``.traj``): ``history`` holds Chat-like messages with ``agent``,
 ``message_type``, ``thought``, ``action``; tool results name their calls in
-``tool_call_ids``.
+``tool_call_ids``. ``trajectory`` holds one step per model output (``response``,
+``thought``, ``action``, ``observation``): mostly a second copy of the history's
+assistant messages, but also the attempts SWE-agent requeried (a format error, a blocked
+command: never in the history) and, in 1.0-era runs, the run's last step (its ``submit``
+and the diff), which only the trajectory holds.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .base import Imported, TranscriptError, text_of
+from .base import Imported, TranscriptError, arguments_text, text_of
 from .pairing import pair_chat, pair_responses
 
 CHAT_FIELDS = ("role", "content", "tool_calls", "tool_call_id", "name")
@@ -82,9 +86,164 @@ def read_swe_agent(text: str) -> Imported:
             imported.drop("SWE-agent bookkeeping (agent, message_type, thought, action)")
         imported.messages.append(_chat(message, imported, None))
     if isinstance(data.get("trajectory"), list) and data["trajectory"]:
-        imported.drop("trajectory steps (a second copy of the history)", len(data["trajectory"]))
+        _trajectory(imported, history, data["trajectory"], data.get("replay_config"))
     pair_chat(imported)
     return imported
+
+
+#: How the convert report names the trajectory steps, by what became of them.
+STEP_COPY = "trajectory steps (a second copy of the history)"
+STEP_APPENDED = "trajectory steps not in the history (appended)"
+STEP_REQUERIED = "trajectory steps not in the history (requeried attempts)"
+STEP_DIVERGED = "trajectory steps not in the history (after history steps they do not copy)"
+STEP_NOT_STEP = "trajectory entries that are not steps"
+#: The largest steps x answers table the alignment builds (~4 s, ~100 MB); past it, a
+#: file no real run writes, steps are matched in turn.
+ALIGN_CELLS = 4_000_000
+
+
+def _trajectory(
+    imported: Imported, history: list[Any], steps: list[Any], replay_config: Any
+) -> None:
+    """Each trajectory step the history holds is dropped as a copy; the steps after the
+    history's last step (a 1.0-era run's last step is only in the trajectory) are
+    appended in the history's shape; other steps, attempts SWE-agent requeried, dropped.
+    """
+    answers = [
+        m
+        for m in history
+        if isinstance(m, dict) and m.get("role") == "assistant" and not m.get("is_demo")
+    ]
+    kept = [s for s in steps if isinstance(s, dict)]
+    if len(kept) < len(steps):
+        imported.drop(STEP_NOT_STEP, len(steps) - len(kept))
+    copies = _align(kept, answers)
+    last = max((i for i, j in enumerate(copies) if j is not None), default=-1)
+    # Steps after the last copied one go on from the history only where that copy is the
+    # history's last answer (or the history has none): else the two end differently.
+    goes_on = not answers or (last >= 0 and copies[last] == len(answers) - 1)
+    calls = any(m.get("tool_calls") for m in answers)
+    tools = _tool_names(answers, replay_config)
+    for index, step in enumerate(kept):
+        if copies[index] is not None:
+            imported.drop(STEP_COPY)
+        elif index < last or (index < len(kept) - 1 and _requeried(step)):
+            imported.drop(STEP_REQUERIED)
+        elif not goes_on:
+            imported.drop(STEP_DIVERGED)
+        else:
+            imported.messages.extend(_step_messages(step, index + 1, calls, tools))
+            imported.repaired[STEP_APPENDED] += 1
+
+
+def _align(steps: list[dict[str, Any]], answers: list[dict[str, Any]]) -> list[int | None]:
+    """For each step, the index of the history answer it copies, or None: the in-order
+    pairing with the most steps that copy their answer's text (``response`` is its
+    content, or the same ``thought`` and ``action``), then the most that copy only its
+    ``action`` (a demonstration's history may have been edited). Where an attempt and
+    its requery read the same, the later is the copy (the requery was run)."""
+    n, m = len(steps), len(answers)
+    weight = n + 1  # one copy of the text outweighs any number of copies of the action
+    said = [_said(s.get("response"), s) for s in steps]
+    written = [_said(text_of(a.get("content")), a) for a in answers]
+
+    def score(i: int, j: int) -> int:
+        (response, thought, action), (content, thought_j, action_j) = said[i], written[j]
+        if (response and response == content) or (
+            (thought or action) and (thought, action) == (thought_j, action_j)
+        ):
+            return weight
+        return int(bool(action) and action == action_j)
+
+    if n * m > ALIGN_CELLS:  # a file far past any real run's size: each step in turn
+        out: list[int | None] = [None] * n
+        j = 0
+        for i in range(n):
+            if j < m and score(i, j):
+                out[i], j = j, j + 1
+        return out
+    scores = [[score(i, j) for j in range(m)] for i in range(n)]
+    best = [[0] * (m + 1) for _ in range(n + 1)]
+    for i in range(n):
+        for j in range(m):
+            paired = best[i][j] + scores[i][j] if scores[i][j] else 0
+            best[i + 1][j + 1] = max(paired, best[i][j + 1], best[i + 1][j])
+    out = [None] * n
+    i, j = n, m
+    while i and j:  # from the end: the latest step that copies an answer is its copy
+        if scores[i - 1][j - 1] and best[i][j] == best[i - 1][j - 1] + scores[i - 1][j - 1]:
+            out[i - 1] = j - 1
+            i, j = i - 1, j - 1
+        elif best[i][j] == best[i - 1][j]:
+            i -= 1
+        else:
+            j -= 1
+    return out
+
+
+def _said(text: Any, entry: dict[str, Any]) -> tuple[str, str, str]:
+    """What a step or an answer says: its text (stripped), ``thought``, ``action``."""
+    thought, action = _text(entry.get("thought")), _text(entry.get("action"))
+    return _text(text).strip(), thought.strip(), action.strip()
+
+
+def _requeried(step: dict[str, Any]) -> bool:
+    """A step that was never run: SWE-agent 1.x records a requeried attempt with no
+    observation and an ``execution_time`` of 0."""
+    time = step.get("execution_time")
+    return not _text(step.get("observation")) and time == 0 and not isinstance(time, bool)
+
+
+def _tool_names(answers: list[dict[str, Any]], replay_config: Any) -> set[str]:
+    """The tools the run called, and its submit command (``submit`` unless configured)."""
+    names = {"submit"}
+    for answer in answers:
+        for call in answer.get("tool_calls") or ():
+            function = call.get("function") if isinstance(call, dict) else None
+            if isinstance(function, dict) and isinstance(function.get("name"), str):
+                names.add(function["name"])
+    if isinstance(replay_config, str):
+        try:
+            replay_config = json.loads(replay_config)
+        except json.JSONDecodeError:
+            replay_config = None
+    agent = replay_config.get("agent") if isinstance(replay_config, dict) else None
+    tools = agent.get("tools") if isinstance(agent, dict) else None
+    if isinstance(tools, dict) and isinstance(tools.get("submit_command"), str):
+        names.add(tools["submit_command"])
+    return names
+
+
+def _step_messages(
+    step: dict[str, Any], number: int, calls: bool, tools: set[str]
+) -> list[dict[str, Any]]:
+    """A trajectory step as the history would hold it: the model's output (its tool call,
+    in a history of tool calls, else its text) and the observation."""
+    response, thought = _text(step.get("response")), _text(step.get("thought"))
+    action, observation = _text(step.get("action")), _text(step.get("observation"))
+    content = response or thought
+    if not calls and not response and action.strip():
+        content = f"{thought}\n```\n{action.strip()}\n```".lstrip("\n")
+    answer: dict[str, Any] = {"role": "assistant", "content": content}
+    out = [_stamped(answer, step)]
+    if calls and action.strip():
+        call_id = f"swe-agent-step-{number}"
+        command = action.strip()
+        if command in tools:  # a command of the run's tools, given alone: no arguments
+            function = {"name": command, "arguments": "{}"}
+        else:  # the command line SWE-agent ran in its shell
+            function = {"name": "bash", "arguments": arguments_text({"command": action})}
+        answer["tool_calls"] = [{"id": call_id, "type": "function", "function": function}]
+        out.append(
+            _stamped({"role": "tool", "tool_call_id": call_id, "content": observation}, step)
+        )
+    elif observation:
+        out.append(_stamped({"role": "user", "content": observation}, step))
+    return out
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
 
 
 def _document(text: str, what: str) -> dict[str, Any]:
@@ -102,7 +261,8 @@ def _document(text: str, what: str) -> dict[str, Any]:
 def _chat(message: dict[str, Any], imported: Imported, extra: Any) -> dict[str, Any]:
     out = {k: message[k] for k in CHAT_FIELDS if message.get(k) is not None}
     for field in sorted(set(message) - _READ_FIELDS - set(_BOOKKEEPING)):
-        imported.drop(f"'{field}' message fields (no Chat form)")
+        if not _empty(message[field]):  # ``"function_call": null`` loses nothing
+            imported.drop(f"'{field}' message fields (no Chat form)")
     if "content" not in out:
         out["content"] = None if out.get("tool_calls") else ""
     if isinstance(out["content"], list):
@@ -110,6 +270,13 @@ def _chat(message: dict[str, Any], imported: Imported, extra: Any) -> dict[str, 
     if isinstance(extra, dict) and extra:
         imported.drop("mini-swe-agent 'extra' records (actions, cost, raw output)")
     return _stamped(out, extra if isinstance(extra, dict) else {}, message)
+
+
+def _empty(value: Any) -> bool:
+    """None, "", [], {}, or a dict of such values (``{"refusal": null}``)."""
+    if isinstance(value, dict):
+        return all(_empty(v) for v in value.values())
+    return value is None or (isinstance(value, str | list) and not value)
 
 
 def _parts(content: list[Any], imported: Imported) -> Any:
