@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from ctxengine_host.replay.sessionfile import load_session
+
+from .test_convert import convert as convert_as
+from .test_convert import ctxengine
 
 PAIRED = "tool calls without a call_id, paired with the output that follows"
 
@@ -38,20 +39,8 @@ CREATE INDEX idx_agent_messages_session_id ON agent_messages (session_id, create
 """
 
 
-def ctxengine(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "ctxengine_host.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-
-
 def convert(source: Path, out: Path) -> dict:
-    done = ctxengine("convert", "--from", "openai-agents", str(source), str(out), "--json")
-    assert done.returncode == 0, done.stdout + done.stderr
-    return json.loads(done.stdout)
+    return convert_as("openai-agents", source, out)
 
 
 def items_file(tmp_path: Path, items: list) -> Path:
