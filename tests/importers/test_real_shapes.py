@@ -230,3 +230,29 @@ def test_the_quarantine_reads_records_holding_a_line_separator(tmp_path: Path):
     with open(log.path, "a", encoding="utf-8") as fh:
         fh.write(json.dumps(raw, ensure_ascii=False) + "\n")
     assert [r.reason for r in log.records()] == ["first", "a\u2028b"]
+
+
+def test_added_results_and_openings_carry_the_time_of_their_neighbour():
+    """A result the pairing adds for a call that has none had no timestamp, so the replay
+    gave it its own clock: the time range of the summary covering it ran to today."""
+    lines = [
+        said("u1", None, "user", "Run it."),
+        call("a1", "u1", "t1"),  # interrupted: no result
+        said("u2", "a1", "user", "Stop."),
+        said("a2", "u2", "assistant", [{"type": "text", "text": "Stopped."}]),
+        call("a3", "a2", "t2"),  # the session ends on a call
+    ]
+    imported = claude_code.read(jsonl(lines))
+    added = [m for m in imported.messages if "no tool result was recorded" in json.dumps(m)]
+    assert len(added) == 2
+    assert all(m.get("timestamp") == STAMP.format(0) for m in added)
+    answer = {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": "Hi."}],
+    }
+    opened = codex.read(
+        jsonl([{"timestamp": STAMP.format(3), "type": "response_item", "payload": answer}])
+    )
+    assert opened.messages[0]["content"] == "[the transcript starts here]"
+    assert opened.messages[0]["timestamp"] == STAMP.format(3)

@@ -46,7 +46,9 @@ def pair_chat(imported: Imported) -> None:
             message = late_system(imported, message)
         elif role not in ("system", "developer") and not started and role != "user":
             imported.repaired[NO_OPENING] += 1
-            out.append({"role": "user", "content": "[the transcript starts here]"})
+            out.append(
+                {"role": "user", "content": "[the transcript starts here]", **_stamp(message)}
+            )
         started = started or role not in ("system", "developer")
         out.append(message)
         open_calls = [c["id"] for c in message.get("tool_calls") or ()]
@@ -59,9 +61,12 @@ def chat_filler(call_id: str) -> Message:
 
 
 def fill_results(imported: Imported, out: list[Message], open_calls: list[str], make) -> None:
-    """Results for the calls still open, added where the next message would start."""
+    """Results for the calls still open, added where the next message would start, with
+    the time of the message before them (a filler without one read as the replay's own
+    clock, stretching the time range of the summary that covers it to today)."""
+    stamp = _stamp(out[-1]) if out else {}
     for call_id in open_calls:
-        out.append(make(call_id))
+        out.append({**make(call_id), **stamp})
     if open_calls:
         imported.repaired[MISSING] += len(open_calls)
     open_calls.clear()
@@ -116,9 +121,8 @@ def pair_responses(imported: Imported) -> None:
             item = late_system(imported, item)
         elif not started and not (kind == "message" and role in ("system", "developer", "user")):
             imported.repaired[NO_OPENING] += 1
-            out.append(
-                {"type": "message", "role": "user", "content": "[the transcript starts here]"}
-            )
+            opening = {"type": "message", "role": "user", "content": "[the transcript starts here]"}
+            out.append({**opening, **_stamp(item)})
         started = started or role not in ("system", "developer")
         in_group = starts_group
         if kind == "function_call":
@@ -166,10 +170,13 @@ def pair_anthropic(imported: Imported) -> None:
             continue
         if open_calls:  # an assistant message right after one with unanswered calls
             imported.repaired[MISSING] += len(open_calls)
-            out.append({"role": "user", "content": [anthropic_filler(c) for c in open_calls]})
+            fillers = [anthropic_filler(c) for c in open_calls]
+            out.append({"role": "user", "content": fillers, **_stamp(out[-1])})
         if not out:
             imported.repaired[NO_OPENING] += 1
-            out.append({"role": "user", "content": "[the transcript starts here]"})
+            out.append(
+                {"role": "user", "content": "[the transcript starts here]", **_stamp(message)}
+            )
         blocks = blocks if isinstance(blocks, list) else []
         open_calls = [
             b["id"] for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"
@@ -177,7 +184,8 @@ def pair_anthropic(imported: Imported) -> None:
         out.append(message)
     if open_calls:
         imported.repaired[MISSING] += len(open_calls)
-        out.append({"role": "user", "content": [anthropic_filler(c) for c in open_calls]})
+        fillers = [anthropic_filler(c) for c in open_calls]
+        out.append({"role": "user", "content": fillers, **_stamp(out[-1])})
     imported.messages = out
 
 
