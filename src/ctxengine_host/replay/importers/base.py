@@ -107,7 +107,7 @@ def read_json_or_jsonl(
             try:
                 out.append((number, json.loads(raw)))
             except json.JSONDecodeError as exc:
-                glued = _glued_values(raw) if imported is not None else None
+                glued = _glued_values(raw)
                 if glued is not None and imported is not None:
                     out.extend((number, value) for value in glued)
                     imported.repaired[GLUED] += 1
@@ -136,6 +136,11 @@ def _glued_values(line: str) -> list[Any] | None:
     except json.JSONDecodeError:
         return None
     return values if len(values) > 1 else None
+
+
+def as_blocks(content: Any) -> list[Any]:
+    """A message's content as a list of blocks: a string is one text block."""
+    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
 
 
 def arguments_text(value: Any) -> str:

@@ -34,7 +34,7 @@ from datetime import UTC, datetime
 from itertools import pairwise
 from typing import Any
 
-from .base import Imported, TranscriptError, read_json_or_jsonl
+from .base import Imported, TranscriptError, as_blocks, read_json_or_jsonl
 from .claude_code_context import (
     attachment_as_user_line,
     attachment_drop_reason,
@@ -151,7 +151,7 @@ def _add_user_line(imported: Imported, line: dict[str, Any]) -> None:
         content = _blocks(content, USER_BLOCKS, imported)
     last = imported.messages[-1] if imported.messages else None
     if last is not None and last["role"] == "user":
-        last["content"] = _results_first(_as_blocks(last["content"]) + _as_blocks(content))
+        last["content"] = _results_first(as_blocks(last["content"]) + as_blocks(content))
         return
     message = {"role": "user", "content": content, "timestamp": line.get("timestamp")}
     imported.messages.append(message)
@@ -367,10 +367,6 @@ def _typed(line: dict[str, Any], kind: str) -> list[dict[str, Any]]:
     if not isinstance(content, list):
         return []
     return [b for b in content if isinstance(b, dict) and b.get("type") == kind]
-
-
-def _as_blocks(content: Any) -> list[Any]:
-    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
 
 
 def _results_first(blocks: list[Any]) -> list[Any]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Imported, text_of
+from .base import Imported, as_blocks, text_of
 
 #: Attachment types whose content goes to the model.
 MODEL_ATTACHMENTS = frozenset({"hook_additional_context", "skill_listing", "task_reminder"})
@@ -95,9 +95,7 @@ def place_sent_prompts(
     for at, blocks in sorted(by_target.items(), reverse=True):  # inserts keep indexes valid
         before = messages[at - 1] if at > 0 else None
         if before is not None and before["role"] == "user":
-            content = before["content"]
-            kept = [{"type": "text", "text": content}] if isinstance(content, str) else content
-            before["content"] = [*kept, *blocks]
+            before["content"] = [*as_blocks(before["content"]), *blocks]
         else:
             messages.insert(at, {"role": "user", "content": blocks})
 
